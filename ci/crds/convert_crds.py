@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Convert published CustomResourceDefinitions into strict JSON Schemas for the harness.
+
+Usage: python ci/crds/convert_crds.py [--local-dir DIR]
+
+For every file listed in ci/crds/sources.yaml and every served version of the CRD in it, writes
+src/dlcharts/crds/<group>_<kind>_<version>.json. "Strict" means what kubeconform's and kubernetes-validate's
+strict modes mean: an object schema that lists properties and neither declares additionalProperties nor
+x-kubernetes-preserve-unknown-fields rejects unknown fields. Descriptions are dropped to keep the files small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "src" / "dlcharts" / "crds"
+_DROP = {"description", "x-kubernetes-validations", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
+         "x-kubernetes-map-type", "x-kubernetes-embedded-resource", "example"}
+
+
+def strict(node: Any) -> Any:
+    """Translate one OpenAPI v3 (structural) schema node into JSON Schema, closing objects."""
+    if isinstance(node, list):
+        return [strict(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROP:
+            continue
+        if key in ("properties", "patternProperties", "definitions"):
+            out[key] = {k: strict(v) for k, v in value.items()}
+        elif key == "x-kubernetes-int-or-string":
+            continue
+        elif key == "x-kubernetes-preserve-unknown-fields":
+            continue
+        elif key == "nullable":
+            continue
+        else:
+            out[key] = strict(value)
+    if node.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"] if isinstance(out["type"], str) else [*out["type"], "null"]
+    preserve = node.get("x-kubernetes-preserve-unknown-fields") is True
+    if "properties" in out and "additionalProperties" not in out and not preserve:
+        out["additionalProperties"] = False
+    return out
+
+
+def convert(crd: dict[str, Any], origin: str) -> list[tuple[str, dict[str, Any]]]:
+    spec = crd["spec"]
+    group, kind = spec["group"], spec["names"]["kind"]
+    results = []
+    for version in spec["versions"]:
+        if not version.get("served", True):
+            continue
+        schema = strict(version["schema"]["openAPIV3Schema"])
+        props = schema.setdefault("properties", {})
+        props["apiVersion"] = {"type": "string", "enum": [f"{group}/{version['name']}"]}
+        props["kind"] = {"type": "string", "enum": [kind]}
+        schema["required"] = sorted(set(schema.get("required", [])) | {"apiVersion", "kind", "metadata"})
+        schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+        schema["x-dlcharts-origin"] = origin
+        schema["x-dlcharts-scope"] = spec.get("scope", "Namespaced")
+        name = f"{group}_{kind}_{version['name']}.json".lower()
+        results.append((name, schema))
+    return results
+
+
+def module_dir(module: str) -> Path:
+    proc = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True, check=False)
+    info = json.loads(proc.stdout or "{}")
+    if proc.returncode != 0 or "Dir" not in info:
+        sys.exit(f"go mod download {module} failed: {info.get('Error') or proc.stderr}")
+    return Path(info["Dir"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--local-dir", type=Path, help="directory holding the files of `repo:` sources")
+    args = parser.parse_args()
+    sources = yaml.safe_load((Path(__file__).parent / "sources.yaml").read_text())
+    OUT.mkdir(parents=True, exist_ok=True)
+    for source in sources:
+        if "module" in source:
+            base, origin = module_dir(source["module"]), source["module"]
+        elif args.local_dir:
+            base, origin = args.local_dir, source["repo"]
+        else:
+            print(f"skipping {source['repo']}: pass --local-dir with its files", file=sys.stderr)
+            continue
+        for rel in source["files"]:
+            path = base / rel
+            if not path.is_file():
+                path = base / Path(rel).name
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                for name, schema in convert(doc, f"{origin}:{rel}"):
+                    (OUT / name).write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
+                    print(f"wrote {OUT.relative_to(ROOT) / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""Locating and running the helm binary."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from dlcharts import toolchain
+from dlcharts.errors import ToolchainError
+
+_VERSION_RE = re.compile(r'Version:"(v\d+\.\d+\.\d+[^"]*)"')
+
+
+@dataclasses.dataclass(frozen=True)
+class Helm:
+    """A verified helm binary and its version (``v4.3.1``)."""
+
+    path: Path
+    version: str
+
+    @property
+    def major(self) -> int:
+        return int(self.version.lstrip("v").split(".")[0])
+
+    def run(self, args: list[str], *, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """Run ``helm ARGS`` with an argv list (never a shell string); raises on failure when ``check``."""
+        proc = subprocess.run(
+            [str(self.path), *args], capture_output=True, text=True, check=False, timeout=timeout, env=_helm_env()
+        )
+        if check and proc.returncode != 0:
+            raise ToolchainError(f"helm {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+        return proc
+
+
+def _helm_env() -> dict[str, str]:
+    # Keep helm away from the user's repositories and plugins so renders are reproducible.
+    env = dict(os.environ)
+    env.setdefault("HELM_PLUGINS", os.devnull)
+    env["HELM_DEBUG"] = "false"
+    return env
+
+
+def probe_version(path: Path) -> str:
+    try:
+        proc = subprocess.run([str(path), "version"], capture_output=True, text=True, timeout=30, check=False)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run helm at {path}: {exc}") from None
+    match = _VERSION_RE.search(proc.stdout)
+    if proc.returncode != 0 or not match:
+        raise ToolchainError(f"{path} does not look like helm (`helm version` said: {proc.stdout or proc.stderr!r})")
+    return match.group(1)
+
+
+@functools.cache
+def find_helm(key: str | None = None) -> Helm:
+    """The helm to use: ``$HELM_BIN`` if set, else the pinned binary ``key`` (default Helm 4).
+
+    A pinned binary that is missing is a clear error naming the install command; ``$HELM_BIN`` pointing at a
+    helm older than 3.18 is refused, because values.schema.json features we rely on need it.
+    """
+    override = os.environ.get("HELM_BIN")
+    if override and key is None:
+        resolved = shutil.which(override) or override
+        path = Path(resolved)
+        if not path.is_file():
+            raise ToolchainError(f"HELM_BIN={override!r} is not a file; unset it or point it at a helm binary")
+        version = probe_version(path)
+        if _version_tuple(version) < (3, 18, 0):
+            raise ToolchainError(f"HELM_BIN={override} is helm {version}; dl-charts needs helm >= v3.18.0")
+        return Helm(path, version)
+    key = key or os.environ.get("DLCHARTS_HELM", toolchain.DEFAULT_HELM)
+    tool = toolchain.TOOLS.get(key)
+    if tool is None or tool.name != "helm":
+        choices = ", ".join(k for k, t in toolchain.TOOLS.items() if t.name == "helm")
+        raise ToolchainError(f"unknown helm {key!r}; choose one of: {choices}")
+    path = toolchain.binary_path(key)
+    if not path.is_file():
+        raise ToolchainError(f"{key} is not installed at {path}; run `make setup` (or `python -m dlcharts.toolchain`)")
+    version = probe_version(path)
+    if version != tool.version:
+        raise ToolchainError(f"{path} reports {version}, expected {tool.version}; run `make setup` to reinstall it")
+    return Helm(path, version)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    core = version.lstrip("v").split("-")[0].split("+")[0]
+    return tuple(int(p) for p in core.split("."))

@@ -1,0 +1,174 @@
+"""pytest plugin (registered through the ``pytest11`` entry point): fixtures to render, validate and snapshot
+charts, and to reach a cluster. Fixtures are thin wrappers over the plain functions of the other modules.
+
+A chart author's whole test file can be::
+
+    from pathlib import Path
+    import pytest
+    from dlcharts import scenarios_in
+
+    @pytest.mark.parametrize("scenario", scenarios_in(Path(__file__).parents[1] / "charts"), ids=str)
+    def test_scenario(scenario, render, assert_valid):
+        assert_valid(render(scenario))
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dlcharts import toolchain
+from dlcharts.errors import DLChartsError
+from dlcharts.findings import Finding, report
+from dlcharts.helm import Helm, find_helm
+from dlcharts.policies import Exemption, load_exemptions
+from dlcharts.render import Rendered, Renderer, RenderRequest, default_cache_dir
+from dlcharts.snapshots import assert_snapshot
+from dlcharts.suite import KUBE_VERSIONS, Scenario, all_scenarios, chart_name, check_rendered
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dlcharts", "dl-charts: render, validate and install Helm charts")
+    group.addoption("--dlcharts-helm", help=f"pinned helm to use: {', '.join(toolchain.HELM_MATRIX)} (default Helm 4; "
+                    "$HELM_BIN overrides)")  # fmt: skip
+    group.addoption("--dlcharts-kube-version", action="append", help="Kubernetes version(s) to validate against")
+    group.addoption("--dlcharts-update-snapshots", action="store_true", help="write golden snapshots, do not compare")
+    group.addoption("--dlcharts-no-cache", action="store_true", help="do not use the on-disk render cache")
+    group.addoption("--dlcharts-cluster", choices=["embedded", "kubeconfig", "kind"], default=None,
+                    help="cluster provider for the `cluster` fixture (default: embedded)")  # fmt: skip
+    group.addoption("--dlcharts-kubeconfig", help="kubeconfig for --dlcharts-cluster=kubeconfig")
+    parser.addini("dlcharts_charts", "folder of charts the dlcharts_scenario fixture iterates", default="charts")
+    parser.addini("dlcharts_exemptions", "policy exemptions file", default="ci/policy-exemptions.yaml")
+    parser.addini("dlcharts_snapshots", "golden snapshot folder", default="tests/snapshots")
+
+
+def _kube_versions(config: pytest.Config) -> list[str]:
+    return list(config.getoption("--dlcharts-kube-version") or KUBE_VERSIONS)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "dlcharts_scenario" in metafunc.fixturenames:
+        root = metafunc.config.rootpath / str(metafunc.config.getini("dlcharts_charts"))
+        found = all_scenarios(root) if root.is_dir() else []
+        metafunc.parametrize("dlcharts_scenario", found, ids=[s.id for s in found])
+    if "dlcharts_kube_version" in metafunc.fixturenames:
+        metafunc.parametrize("dlcharts_kube_version", _kube_versions(metafunc.config))
+
+
+@pytest.fixture(scope="session")
+def helm(pytestconfig: pytest.Config) -> Helm:
+    """The verified helm binary this session renders with."""
+    try:
+        return find_helm(pytestconfig.getoption("--dlcharts-helm"))
+    except DLChartsError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def chart_renderer(helm: Helm, pytestconfig: pytest.Config) -> Renderer:
+    cache = None if pytestconfig.getoption("--dlcharts-no-cache") else default_cache_dir()
+    return Renderer(helm, cache_dir=cache)
+
+
+@pytest.fixture(scope="session")
+def exemptions(pytestconfig: pytest.Config) -> dict[str, list[Exemption]]:
+    return load_exemptions(pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_exemptions")))
+
+
+RenderFn = Callable[..., Rendered]
+
+
+@pytest.fixture(scope="session")
+def render(chart_renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> RenderFn:
+    """``render(chart_or_scenario, values={...}, set=[...], values_files=[...], release=..., namespace=...,
+    kube_version=..., api_versions=[...])`` -> Rendered. Values dicts are written to files named by content,
+    so identical inputs hit the render cache."""
+    values_dir = tmp_path_factory.mktemp("dlcharts-values")
+
+    def _render(
+        target: Scenario | Path | str,
+        *,
+        values: dict[str, Any] | None = None,
+        values_files: tuple[Path, ...] | list[Path] = (),
+        set: tuple[str, ...] | list[str] = (),  # noqa: A002 - mirrors helm's flag
+        release: str = "release",
+        namespace: str = "default",
+        kube_version: str | None = None,
+        api_versions: tuple[str, ...] | list[str] = (),
+    ) -> Rendered:
+        if isinstance(target, Scenario):
+            request = target.request(kube_version or KUBE_VERSIONS[-1], release, namespace, tuple(set))
+            files = list(request.values_files)
+            apis = list(request.api_versions) + list(api_versions)
+            chart = request.chart
+        else:
+            chart, files, apis = Path(target), [], list(api_versions)
+        files += [Path(f) for f in values_files]
+        if values is not None:
+            text = yaml.safe_dump(values, sort_keys=True)
+            path = values_dir / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.yaml"
+            path.write_text(text)
+            files.append(path)
+        return chart_renderer.render(
+            RenderRequest(chart, tuple(files), tuple(set), release, namespace, kube_version or KUBE_VERSIONS[-1],
+                          tuple(apis))
+        )  # fmt: skip
+
+    return _render
+
+
+@pytest.fixture(scope="session")
+def find_problems(exemptions: dict[str, list[Exemption]]) -> Callable[..., list[Finding]]:
+    """``find_problems(rendered, policies=True)`` -> schema and policy findings (the chart's exemptions applied)."""
+
+    def _find(rendered: Rendered, policies: bool = True) -> list[Finding]:
+        return check_rendered(rendered, exemptions.get(chart_name(rendered.request.chart), []), policies)
+
+    return _find
+
+
+@pytest.fixture(scope="session")
+def assert_valid(find_problems: Callable[..., list[Finding]]) -> Callable[..., None]:
+    """``assert_valid(rendered)`` fails the test with a readable report of every finding."""
+
+    def _assert(rendered: Rendered, policies: bool = True) -> None:
+        findings = find_problems(rendered, policies)
+        if findings:
+            pytest.fail(f"{rendered.request.chart.name} ({rendered.request.describe()}):\n{report(findings)}",
+                        pytrace=False)  # fmt: skip
+
+    return _assert
+
+
+@pytest.fixture(scope="session")
+def snapshot(pytestconfig: pytest.Config) -> Callable[[Rendered, str], None]:
+    """``snapshot(rendered, "chart/scenario")`` compares with (or, with --dlcharts-update-snapshots, writes) the
+    golden file ``<dlcharts_snapshots>/chart/scenario.yaml``."""
+    root = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_snapshots"))
+    update = bool(pytestconfig.getoption("--dlcharts-update-snapshots"))
+
+    def _snapshot(rendered: Rendered, name: str) -> None:
+        assert_snapshot(rendered, root / f"{name}.yaml", update=update)
+
+    return _snapshot
+
+
+@pytest.fixture(scope="session")
+def cluster(pytestconfig: pytest.Config) -> Iterator[Any]:
+    """A running cluster for the session: the embedded control plane by default, or a kubeconfig's."""
+    try:
+        from dlcharts.cluster import providers
+    except ImportError as exc:  # pragma: no cover - the cluster package is part of this distribution
+        pytest.fail(f"dlcharts.cluster is unavailable: {exc}", pytrace=False)
+    provider = pytestconfig.getoption("--dlcharts-cluster") or "embedded"
+    try:
+        with providers.open_cluster(provider, kubeconfig=pytestconfig.getoption("--dlcharts-kubeconfig")) as handle:
+            yield handle
+    except DLChartsError as exc:
+        pytest.fail(str(exc), pytrace=False)
+

@@ -1,0 +1,344 @@
+"""Policies and invariants over a whole render, with per-chart, per-check exemptions from one file.
+
+Each check is a plain function from the rendered objects to findings, registered in ``CHECKS`` under its id.
+Exemptions live in one YAML file (``ci/policy-exemptions.yaml`` in this repository)::
+
+    gpu-device-plugin:                 # chart name
+      host-access:                     # check id
+        reason: the plugin registers through the kubelet's device-plugin socket directory
+        objects: ["DaemonSet/*"]       # optional fnmatch patterns on "Kind/name"; absent = every object
+
+A reason is required; an exemption that matches nothing is itself reported, so exemptions cannot rot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlcharts.errors import DLChartsError
+from dlcharts.findings import Finding, format_path
+from dlcharts.render import K8sObject
+
+Check = Callable[[list[K8sObject]], Iterable[Finding]]
+CHECKS: dict[str, Check] = {}
+
+SELECTOR_KEYS = frozenset({"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component"})
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Kinds whose names become DNS labels (hostnames, label values, Service DNS names).
+_LABEL_NAMED = frozenset({"Service", "Namespace", "Job", "CronJob", "StatefulSet", "Deployment", "DaemonSet"})
+
+
+def check(check_id: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        CHECKS[check_id] = fn
+        return fn
+
+    return register
+
+
+@dataclasses.dataclass(frozen=True)
+class PodSpecAt:
+    """A pod spec inside an object, with the path to it and the labels its pods get."""
+
+    obj: K8sObject
+    path: list[Any]
+    spec: dict[str, Any]
+    labels: dict[str, str]
+
+
+def pod_specs(obj: K8sObject) -> Iterator[PodSpecAt]:
+    body = obj.body
+    spec = body.get("spec") or {}
+    if obj.kind == "Pod":
+        yield PodSpecAt(obj, ["spec"], spec, (body.get("metadata") or {}).get("labels") or {})
+    elif obj.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController"):
+        template = spec.get("template") or {}
+        yield PodSpecAt(
+            obj, ["spec", "template", "spec"], template.get("spec") or {}, _labels_of(template)
+        )
+    elif obj.kind == "CronJob":
+        template = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}
+        yield PodSpecAt(
+            obj, ["spec", "jobTemplate", "spec", "template", "spec"], template.get("spec") or {}, _labels_of(template)
+        )
+    elif obj.kind == "JobSet":
+        for i, rj in enumerate(spec.get("replicatedJobs") or []):
+            template = (((rj.get("template") or {}).get("spec") or {}).get("template")) or {}
+            path = ["spec", "replicatedJobs", i, "template", "spec", "template", "spec"]
+            yield PodSpecAt(obj, path, template.get("spec") or {}, _labels_of(template))
+
+
+def _labels_of(template: dict[str, Any]) -> dict[str, str]:
+    return dict((template.get("metadata") or {}).get("labels") or {})
+
+
+def containers(pod: PodSpecAt) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        for i, container in enumerate(pod.spec.get(field) or []):
+            yield [*pod.path, field, i], container
+
+
+def _finding(obj: K8sObject, path: list[Any], message: str, check_id: str) -> Finding:
+    return Finding(obj.source, obj.ref(), format_path(path), message, check_id)
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name.startswith("nvidia.com/") or name.startswith("amd.com/") or "gpu" in name.lower()
+
+
+@check("resources")
+def _resources(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        for pod in pod_specs(obj):
+            for path, c in containers(pod):
+                res = c.get("resources") or {}
+                requests, limits = res.get("requests") or {}, res.get("limits") or {}
+                missing = [f"requests.{r}" for r in ("cpu", "memory") if r not in requests]
+                missing += ["limits.memory"] if "memory" not in limits else []
+                if missing:
+                    msg = f"container {c.get('name')!r} sets no {', '.join(missing)}; set them so the scheduler and OOM killer treat it predictably"  # noqa: E501
+                    yield _finding(obj, [*path, "resources"], msg, "resources")
+
+
+@check("gpu-limits")
+def _gpu_limits(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        for pod in pod_specs(obj):
+            for path, c in containers(pod):
+                res = c.get("resources") or {}
+                requests, limits = res.get("requests") or {}, res.get("limits") or {}
+                for name, value in requests.items():
+                    if not is_gpu_resource(name):
+                        continue
+                    if name not in limits:
+                        msg = f"GPU resource {name} is requested but not limited; extended resources belong in limits"
+                        yield _finding(obj, [*path, "resources", "requests", name], msg, "gpu-limits")
+                    elif str(limits[name]) != str(value):
+                        msg = f"GPU resource {name}: request {value} differs from limit {limits[name]}; they must be equal"  # noqa: E501
+                        yield _finding(obj, [*path, "resources", "requests", name], msg, "gpu-limits")
+
+
+@check("image-tag")
+def _image_tag(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        for pod in pod_specs(obj):
+            for path, c in containers(pod):
+                image = str(c.get("image") or "")
+                if "@sha256:" in image:
+                    continue
+                last = image.rsplit("/", 1)[-1]
+                tag = last.split(":", 1)[1] if ":" in last else ""
+                if not image or not tag or tag == "latest":
+                    msg = f"image {image!r} is {'empty' if not image else 'untagged' if not tag else 'latest'}; pin a published tag or a digest"  # noqa: E501
+                    yield _finding(obj, [*path, "image"], msg, "image-tag")
+
+
+@check("duplicate-env")
+def _duplicate_env(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        for pod in pod_specs(obj):
+            for path, c in containers(pod):
+                counts = Counter(str(e.get("name")) for e in c.get("env") or [])
+                for name, n in counts.items():
+                    if n > 1:
+                        msg = f"env var {name} is set {n} times in container {c.get('name')!r}; Helm 4's server-side apply rejects duplicates"  # noqa: E501
+                        yield _finding(obj, [*path, "env"], msg, "duplicate-env")
+
+
+def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and present and labels[key] in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+@check("selector-labels")
+def _selector_labels(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        selector = (obj.body.get("spec") or {}).get("selector")
+        if not isinstance(selector, dict) or obj.kind not in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
+            continue
+        for pod in pod_specs(obj):
+            if not _selector_matches(selector, pod.labels):
+                msg = f"selector {selector} does not match the pod template labels {pod.labels}"
+                yield _finding(obj, ["spec", "selector"], msg, "selector-labels")
+        for key in selector.get("matchLabels") or {}:
+            if key not in SELECTOR_KEYS:
+                msg = f"selector uses label {key!r}; selectors may use only {', '.join(sorted(SELECTOR_KEYS))} (selectors are immutable, other labels change)"  # noqa: E501
+                yield _finding(obj, ["spec", "selector", "matchLabels", key], msg, "selector-labels")
+
+
+@check("service-selects")
+def _service_selects(objects: list[K8sObject]) -> Iterator[Finding]:
+    templates = [pod.labels for obj in objects for pod in pod_specs(obj) if not obj.is_hook]
+    for obj in objects:
+        if obj.kind != "Service":
+            continue
+        selector = (obj.body.get("spec") or {}).get("selector")
+        if not selector:
+            if (obj.body.get("spec") or {}).get("type") != "ExternalName":
+                yield _finding(obj, ["spec", "selector"], "Service has no selector, so it selects no pod", "service-selects")  # noqa: E501
+            continue
+        if not any(_selector_matches({"matchLabels": selector}, labels) for labels in templates):
+            msg = f"Service selector {selector} matches no pod template of this release"
+            yield _finding(obj, ["spec", "selector"], msg, "service-selects")
+
+
+@check("dns-names")
+def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        name = obj.name
+        if obj.kind in _LABEL_NAMED:
+            if len(name) > 63 or not _DNS_LABEL.match(name):
+                yield _finding(obj, ["metadata", "name"], f"{name!r} must be a DNS-1123 label (a-z, 0-9, '-', at most 63 characters; it is {len(name)})", "dns-names")  # noqa: E501
+        elif len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            yield _finding(obj, ["metadata", "name"], f"{name!r} must be a DNS-1123 subdomain (at most 253 characters)", "dns-names")  # noqa: E501
+        yield from _label_values(obj, ["metadata", "labels"], (obj.body.get("metadata") or {}).get("labels") or {})
+        for pod in pod_specs(obj):
+            yield from _label_values(obj, [*pod.path[:-1], "metadata", "labels"], pod.labels)
+            for field in ("hostname", "subdomain"):
+                value = pod.spec.get(field)
+                if value is not None and (len(str(value)) > 63 or not _DNS_LABEL.match(str(value))):
+                    yield _finding(obj, [*pod.path, field], f"{field} {value!r} must be a DNS-1123 label", "dns-names")
+            if obj.kind == "Job" and (obj.body.get("spec") or {}).get("completionMode") == "Indexed":
+                last = int(obj.body["spec"].get("completions") or 1) - 1
+                hostname = f"{name}-{last}"
+                if len(hostname) > 63:
+                    msg = f"pod hostname {hostname!r} of the last index is {len(hostname)} characters; at most 63"
+                    yield _finding(obj, ["metadata", "name"], msg, "dns-names")
+
+
+def _label_values(obj: K8sObject, path: list[Any], labels: dict[str, Any]) -> Iterator[Finding]:
+    for key, value in labels.items():
+        text = "" if value is None else str(value)
+        if len(text) > 63 or not _LABEL_VALUE.match(text):
+            yield _finding(obj, [*path, key], f"label value {text!r} is not a valid label value (<= 63 characters, alphanumeric at both ends)", "dns-names")  # noqa: E501
+
+
+def _effective(pod: PodSpecAt, container: dict[str, Any], key: str) -> Any:
+    own = (container.get("securityContext") or {}).get(key)
+    return own if own is not None else (pod.spec.get("securityContext") or {}).get(key)
+
+
+@check("security-context")
+def _security_context(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        for pod in pod_specs(obj):
+            for path, c in containers(pod):
+                sc = c.get("securityContext") or {}
+                problems = []
+                run_as_user = _effective(pod, c, "runAsUser")
+                if not (_effective(pod, c, "runAsNonRoot") is True or (run_as_user is not None and int(run_as_user) > 0)):  # noqa: E501
+                    problems.append("runAsNonRoot: true (with a non-zero runAsUser)")
+                if run_as_user is not None and int(run_as_user) == 0:
+                    problems.append("a runAsUser other than 0")
+                if sc.get("allowPrivilegeEscalation") is not False:
+                    problems.append("allowPrivilegeEscalation: false")
+                caps = sc.get("capabilities") or {}
+                if "ALL" not in (caps.get("drop") or []):
+                    problems.append("capabilities.drop: [ALL]")
+                added = [a for a in caps.get("add") or [] if a != "NET_BIND_SERVICE"]
+                if added:
+                    problems.append(f"no added capabilities (adds {added})")
+                seccomp = (_effective(pod, c, "seccompProfile") or {}).get("type")
+                if seccomp not in ("RuntimeDefault", "Localhost"):
+                    problems.append("seccompProfile.type: RuntimeDefault")
+                if problems:
+                    msg = f"container {c.get('name')!r} needs " + "; ".join(problems) + " (Pod Security 'restricted')"
+                    yield _finding(obj, [*path, "securityContext"], msg, "security-context")
+
+
+@check("host-access")
+def _host_access(objects: list[K8sObject]) -> Iterator[Finding]:
+    for obj in objects:
+        for pod in pod_specs(obj):
+            for field in ("hostNetwork", "hostPID", "hostIPC"):
+                if pod.spec.get(field):
+                    yield _finding(obj, [*pod.path, field], f"{field} is set", "host-access")
+            for i, vol in enumerate(pod.spec.get("volumes") or []):
+                if "hostPath" in vol:
+                    msg = f"volume {vol.get('name')!r} mounts host path {vol['hostPath'].get('path')}"
+                    yield _finding(obj, [*pod.path, "volumes", i, "hostPath"], msg, "host-access")
+            for path, c in containers(pod):
+                if (c.get("securityContext") or {}).get("privileged"):
+                    yield _finding(obj, [*path, "securityContext", "privileged"], f"container {c.get('name')!r} is privileged", "host-access")  # noqa: E501
+                for j, port in enumerate(c.get("ports") or []):
+                    if port.get("hostPort"):
+                        yield _finding(obj, [*path, "ports", j, "hostPort"], f"hostPort {port['hostPort']}", "host-access")  # noqa: E501
+
+
+@dataclasses.dataclass(frozen=True)
+class Exemption:
+    chart: str
+    check: str
+    reason: str
+    objects: tuple[str, ...]  # fnmatch patterns on "Kind/name"; empty = all
+
+    def covers(self, finding: Finding) -> bool:
+        return finding.check == self.check and (
+            not self.objects or any(fnmatch.fnmatchcase(finding.object, p) for p in self.objects)
+        )
+
+
+def load_exemptions(path: Path | None) -> dict[str, list[Exemption]]:
+    """Read the exemptions file; a missing reason or an unknown check id is an error, not a silent pass."""
+    if path is None or not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    out: dict[str, list[Exemption]] = {}
+    for chart, checks in data.items():
+        for check_id, spec in (checks or {}).items():
+            if check_id not in CHECKS:
+                raise DLChartsError(f"{path}: {chart}.{check_id}: unknown check; known checks: {', '.join(CHECKS)}")
+            if not isinstance(spec, dict) or not str(spec.get("reason") or "").strip():
+                raise DLChartsError(f"{path}: {chart}.{check_id}: every exemption needs a `reason:`")
+            unknown = set(spec) - {"reason", "objects"}
+            if unknown:
+                raise DLChartsError(f"{path}: {chart}.{check_id}: unknown keys {sorted(unknown)}; use reason, objects")
+            out.setdefault(chart, []).append(
+                Exemption(chart, check_id, str(spec["reason"]), tuple(spec.get("objects") or ()))
+            )
+    return out
+
+
+def run_policies(
+    objects: Iterable[K8sObject],
+    exemptions: Iterable[Exemption] = (),
+    checks: Iterable[str] | None = None,
+) -> list[Finding]:
+    """Run the checks (all by default) over one render and drop what the chart's exemptions cover."""
+    objs = list(objects)
+    exempt = list(exemptions)
+    findings: list[Finding] = []
+    for check_id in checks or CHECKS:
+        for finding in CHECKS[check_id](objs):
+            if not any(e.covers(finding) for e in exempt):
+                findings.append(finding)
+    return findings
+
+
+def unused_exemptions(objects: Iterable[K8sObject], exemptions: Iterable[Exemption]) -> list[Exemption]:
+    """Exemptions that cover no finding of this render (candidates for deletion)."""
+    objs = list(objects)
+    raw = [f for check_id in CHECKS for f in CHECKS[check_id](objs)]
+    return [e for e in exemptions if not any(e.covers(f) for f in raw)]

@@ -1,0 +1,161 @@
+"""Strict, offline validation of rendered objects against Kubernetes and CRD schemas.
+
+Kubernetes schemas come from the strict schema sets that the `kubernetes-validate` package ships for each
+minor version (nothing is fetched at run time). CRD schemas are converted from the projects' published
+CRDs by ci/crds/convert_crds.py and ship inside this package. A validator is compiled once per
+(schema set, apiVersion, kind) and reused; every error of an object is reported, not only the first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import referencing
+from jsonschema.exceptions import ValidationError
+from referencing.jsonschema import DRAFT202012
+
+from dlcharts.errors import SchemaError
+from dlcharts.findings import Finding, format_path
+from dlcharts.render import K8sObject
+
+_DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
+_SET_RE = re.compile(r"^v(\d+)\.(\d+)\.0-local-strict$")
+
+
+def _schema_root() -> Path:
+    import kubernetes_validate
+
+    return Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+
+
+@functools.cache
+def available_versions() -> tuple[tuple[int, int], ...]:
+    """Kubernetes minor versions with a strict schema set, oldest first."""
+    found = []
+    for entry in _schema_root().iterdir():
+        match = _SET_RE.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), int(match.group(2))))
+    return tuple(sorted(found))
+
+
+def _minor(kube_version: str) -> tuple[int, int]:
+    parts = kube_version.lstrip("v").split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        raise SchemaError(f"kube version {kube_version!r} is not of the form 1.N[.P]") from None
+
+
+def schema_set_for(kube_version: str) -> str:
+    """The strict schema set for a Kubernetes version: that minor's, refusing versions we have none for."""
+    wanted = _minor(kube_version)
+    versions = available_versions()
+    if wanted not in versions:
+        have = ", ".join(f"{a}.{b}" for a, b in versions)
+        raise SchemaError(f"no strict Kubernetes schemas for {kube_version}; available minor versions: {have}")
+    return f"v{wanted[0]}.{wanted[1]}.0-local-strict"
+
+
+@functools.cache
+def _registry(schema_set: str) -> referencing.Registry[Any]:
+    defs = json.loads((_schema_root() / schema_set / "_definitions.json").read_text())
+    return referencing.Registry().with_resource(_DEFINITIONS_URI, DRAFT202012.create_resource(defs))
+
+
+@functools.cache
+def _crd_index() -> dict[tuple[str, str], str]:
+    index = {}
+    for entry in resources.files("dlcharts.crds").iterdir():
+        if entry.name.endswith(".json"):
+            schema = json.loads(entry.read_text())
+            props = schema["properties"]
+            index[(props["apiVersion"]["enum"][0], props["kind"]["enum"][0])] = entry.name
+    return index
+
+
+def crd_kinds() -> list[tuple[str, str]]:
+    """(apiVersion, kind) pairs validated from converted CRD schemas."""
+    return sorted(_crd_index())
+
+
+@functools.cache
+def validator_for(schema_set: str, api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
+    """A compiled validator for one kind in one schema set, or None when no schema is known."""
+    crd = _crd_index().get((api_version, kind))
+    if crd is not None:
+        schema = json.loads(resources.files("dlcharts.crds").joinpath(crd).read_text())
+        return jsonschema.Draft7Validator(schema)
+    # kubernetes-validate's file naming: rbac.authorization.k8s.io/v1 -> "rbac-v1", v1 -> "v1".
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    path = _schema_root() / schema_set / f"{kind.lower()}-{group_version}.json"
+    if not path.is_file():
+        return None
+    schema = json.loads(path.read_text())
+    return jsonschema.Draft202012Validator(schema, registry=_registry(schema_set))
+
+
+def validate_object(obj: K8sObject, kube_version: str) -> list[Finding]:
+    """Every schema error of one object, each with its field path and source template."""
+    schema_set = schema_set_for(kube_version)
+    validator = validator_for(schema_set, obj.key.api_version, obj.kind)
+    if validator is None:
+        return [
+            Finding(
+                obj.source,
+                obj.ref(),
+                "",
+                f"no schema for {obj.key.api_version} {obj.kind} in Kubernetes {kube_version} or the bundled CRDs; "
+                "check the apiVersion (is it served in this version?) or add its CRD to ci/crds/sources.yaml",
+                "schema",
+                kube_version,
+            )
+        ]
+    findings: list[Finding] = []
+    for error in validator.iter_errors(obj.body):
+        findings.extend(_explain(error, obj, kube_version))
+    return findings
+
+
+def validate_objects(objects: Iterable[K8sObject], kube_version: str) -> list[Finding]:
+    findings: list[Finding] = []
+    for obj in objects:
+        findings.extend(validate_object(obj, kube_version))
+    return findings
+
+
+def _explain(error: ValidationError, obj: K8sObject, kube_version: str) -> list[Finding]:
+    """Turn a jsonschema error into findings that point at the offending field itself."""
+    base = list(error.absolute_path)
+
+    def finding(path: list[Any], message: str) -> Finding:
+        return Finding(obj.source, obj.ref(), format_path(path), message, "schema", kube_version)
+
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set((error.schema.get("properties") or {}).keys())
+        patterns = list((error.schema.get("patternProperties") or {}).keys())
+        out = []
+        for field in error.instance:
+            if field in known or any(re.search(p, field) for p in patterns):
+                continue
+            hint = difflib.get_close_matches(field, known, n=1)
+            suffix = f"; did you mean {hint[0]!r}?" if hint else ""
+            out.append(finding([*base, field], f"unknown field {field!r}{suffix}"))
+        return out or [finding(base, error.message)]
+    if error.validator == "required":
+        missing = re.match(r"'([^']+)' is a required property", error.message)
+        if missing:
+            return [finding([*base, missing.group(1)], "required field is missing")]
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        best = jsonschema.exceptions.best_match(error.context)
+        if best is not None:
+            return [finding([*base, *best.relative_path], best.message)]
+    return [finding(base, error.message)]

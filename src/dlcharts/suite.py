@@ -1,0 +1,126 @@
+"""The matrix the harness proves: charts x scenarios x Kubernetes versions, each render fully checked.
+
+A scenario is one ``ci/NN-<name>-values.yaml`` file of a chart (ct's convention). A values file may start
+with directives for the harness in comments, for what a values file cannot say itself::
+
+    # @dlcharts api-versions: monitoring.coreos.com/v1/ServiceMonitor
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from dlcharts.findings import Finding
+from dlcharts.policies import Exemption, run_policies
+from dlcharts.render import Rendered, Renderer, RenderRequest
+from dlcharts.schemas import validate_objects
+
+KUBE_VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.35.0")
+# Names must fit with a release name this long (Helm allows 53; 40 is what real teams use).
+LONG_RELEASE = "a-forty-character-release-name-for-tests"
+assert len(LONG_RELEASE) == 40
+_DIRECTIVE_RE = re.compile(r"^#\s*@dlcharts\s+([a-z-]+)\s*:\s*(.*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    chart: Path
+    name: str  # "01-default"; "default" when the chart has no ci/ files
+    values_file: Path | None
+    api_versions: tuple[str, ...] = ()
+
+    @property
+    def chart_name(self) -> str:
+        return chart_name(self.chart)
+
+    @property
+    def id(self) -> str:
+        return f"{self.chart_name}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.id
+
+    def request(
+        self,
+        kube_version: str = KUBE_VERSIONS[-1],
+        release: str = "release",
+        namespace: str = "default",
+        set_values: tuple[str, ...] = (),
+    ) -> RenderRequest:
+        return RenderRequest(
+            chart=self.chart,
+            values_files=(self.values_file,) if self.values_file else (),
+            set_values=set_values,
+            release=release,
+            namespace=namespace,
+            kube_version=kube_version,
+            api_versions=self.api_versions,
+        )
+
+
+def chart_name(chart: Path) -> str:
+    return str(yaml.safe_load((chart / "Chart.yaml").read_text())["name"])
+
+
+def discover_charts(root: Path) -> list[Path]:
+    """Application charts under ``root`` (a charts/ folder or a single chart); library charts are skipped."""
+    candidates = [root] if (root / "Chart.yaml").is_file() else sorted(p.parent for p in root.glob("*/Chart.yaml"))
+    charts = []
+    for chart in candidates:
+        meta = yaml.safe_load((chart / "Chart.yaml").read_text()) or {}
+        if meta.get("type") != "library":
+            charts.append(chart)
+    return charts
+
+
+def scenarios(chart: Path) -> list[Scenario]:
+    files = sorted((chart / "ci").glob("*-values.yaml"))
+    if not files:
+        return [Scenario(chart, "default", None)]
+    return [Scenario(chart, f.name[: -len("-values.yaml")], f, _directives(f).get("api-versions", ())) for f in files]
+
+
+def _directives(path: Path) -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    for line in path.read_text().splitlines():
+        match = _DIRECTIVE_RE.match(line.strip())
+        if match:
+            found[match.group(1)] = tuple(v for v in re.split(r"[,\s]+", match.group(2)) if v)
+    return found
+
+
+def all_scenarios(root: Path) -> list[Scenario]:
+    return [s for chart in discover_charts(root) for s in scenarios(chart)]
+
+
+def check_rendered(rendered: Rendered, exemptions: Iterable[Exemption] = (), policies: bool = True) -> list[Finding]:
+    """Schema findings for the render's Kubernetes version, plus policy findings the exemptions leave."""
+    findings = validate_objects(rendered, rendered.request.kube_version)
+    if policies:
+        findings += run_policies(rendered, exemptions)
+    return findings
+
+
+def check_scenario(
+    renderer: Renderer,
+    scenario: Scenario,
+    kube_versions: Iterable[str] = KUBE_VERSIONS,
+    exemptions: Iterable[Exemption] = (),
+) -> list[Finding]:
+    """Every finding for one scenario: schemas for each Kubernetes version, policies on the newest render and
+    on a render with a 40-character release name."""
+    exempt = list(exemptions)
+    versions = list(kube_versions)
+    findings: list[Finding] = []
+    for version in versions:
+        rendered = renderer.render(scenario.request(version))
+        findings += check_rendered(rendered, exempt, policies=version == versions[-1])
+    long_name = renderer.render(scenario.request(versions[-1], release=LONG_RELEASE))
+    findings += [dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
+                 for f in check_rendered(long_name, exempt) if f.check == "dns-names"]
+    return findings

@@ -1,0 +1,135 @@
+"""Each policy and invariant fires on the violation it names, stays quiet on a good object, and can be exempted."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from dlcharts.errors import DLChartsError
+from dlcharts.policies import CHECKS, load_exemptions, run_policies, unused_exemptions
+from dlcharts.render import parse_manifest
+
+GOOD = """\
+---
+# Source: c/templates/svc.yaml
+apiVersion: v1
+kind: Service
+metadata: {name: r-train, labels: {app.kubernetes.io/name: c}}
+spec:
+  clusterIP: None
+  selector: {app.kubernetes.io/name: c, app.kubernetes.io/instance: r}
+---
+# Source: c/templates/ds.yaml
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: r-agent}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: c, app.kubernetes.io/instance: r}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: c, app.kubernetes.io/instance: r}}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
+      containers:
+        - name: main
+          image: registry.example.com:5000/team/agent:1.2.3
+          env: [{name: A, value: "1"}, {name: B, value: "2"}]
+          resources:
+            requests: {cpu: 100m, memory: 64Mi}
+            limits: {memory: 64Mi, nvidia.com/gpu: 1}
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+"""
+
+
+def objects(text=GOOD):
+    return list(parse_manifest(text).values())
+
+
+def mutate(fn):
+    docs = [d for d in yaml.safe_load_all(GOOD)]
+    ds = copy.deepcopy(docs[1])
+    fn(ds)
+    text = GOOD.split("---\n# Source: c/templates/ds.yaml")[0]
+    return objects(text + "---\n# Source: c/templates/ds.yaml\n" + yaml.safe_dump(ds))
+
+
+def container(ds):
+    return ds["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_good_render_has_no_findings():
+    assert run_policies(objects()) == []
+
+
+CASES = {
+    "resources": lambda ds: container(ds)["resources"].pop("requests"),
+    "gpu-limits": lambda ds: container(ds)["resources"]["requests"].update({"nvidia.com/gpu": 2}),
+    "image-tag": lambda ds: container(ds).update(image="registry.example.com:5000/team/agent"),
+    "duplicate-env": lambda ds: container(ds)["env"].append({"name": "A", "value": "3"}),
+    "selector-labels": lambda ds: ds["spec"]["selector"]["matchLabels"].update({"tier": "x"}),
+    "dns-names": lambda ds: ds["metadata"].update(name="R_Agent"),
+    "security-context": lambda ds: container(ds)["securityContext"].pop("capabilities"),
+    "host-access": lambda ds: ds["spec"]["template"]["spec"].update(hostNetwork=True),
+    "service-selects": lambda ds: ds["spec"]["template"]["metadata"]["labels"].update(
+        {"app.kubernetes.io/instance": "other"}
+    ),
+}
+
+
+@pytest.mark.parametrize("check_id", sorted(CASES))
+def test_each_check_fires_on_its_violation(check_id):
+    findings = run_policies(mutate(CASES[check_id]))
+    assert check_id in {f.check for f in findings}, findings
+    hit = next(f for f in findings if f.check == check_id)
+    assert hit.source and hit.object and hit.message
+
+
+def test_every_registered_check_has_a_case():
+    assert set(CHECKS) == set(CASES)
+
+
+def test_latest_and_root_are_refused():
+    def bad(ds):
+        container(ds)["image"] = "busybox:latest"
+        ds["spec"]["template"]["spec"]["securityContext"]["runAsUser"] = 0
+
+    findings = run_policies(mutate(bad))
+    messages = " ".join(f.message for f in findings)
+    assert "is latest" in messages and "runAsUser other than 0" in messages
+
+
+def test_indexed_job_hostnames_must_fit():
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x" * 60},
+        "spec": {"completionMode": "Indexed", "completions": 1000, "template": {"spec": {"containers": []}}},
+    }  # fmt: skip
+    text = "---\n# Source: c/j.yaml\n" + yaml.safe_dump(job)
+    findings = run_policies(objects(text), checks=["dns-names"])
+    assert any("last index" in f.message for f in findings)
+
+
+def test_exemptions_cover_only_their_chart_check_and_objects(tmp_path):
+    path = tmp_path / "ex.yaml"
+    path.write_text(
+        "c:\n  host-access:\n    reason: needs the node network\n    objects: ['DaemonSet/r-*']\n"
+    )
+    exemptions = load_exemptions(path)["c"]
+    objs = mutate(CASES["host-access"])
+    assert run_policies(objs, exemptions) == []
+    assert unused_exemptions(objects(), exemptions) == exemptions
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("c:\n  host-access: {objects: [x]}\n", "needs a `reason:`"),
+        ("c:\n  hostaccess: {reason: r}\n", "unknown check"),
+        ("c:\n  host-access: {reason: r, object: [x]}\n", "unknown keys"),
+    ],
+)
+def test_bad_exemption_files_are_errors(tmp_path, text, message):
+    path = tmp_path / "ex.yaml"
+    path.write_text(text)
+    with pytest.raises(DLChartsError, match=message):
+        load_exemptions(path)

