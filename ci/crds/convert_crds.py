@@ -22,8 +22,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "src" / "dlcharts" / "crds"
-_DROP = {"description", "x-kubernetes-validations", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
-         "x-kubernetes-map-type", "x-kubernetes-embedded-resource", "example"}
+_DROP = {
+    "description",
+    "x-kubernetes-validations",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-kubernetes-embedded-resource",
+    "example",
+}
 
 
 def strict(node: Any) -> Any:
@@ -38,11 +45,7 @@ def strict(node: Any) -> Any:
             continue
         if key in ("properties", "patternProperties", "definitions"):
             out[key] = {k: strict(v) for k, v in value.items()}
-        elif key == "x-kubernetes-int-or-string":
-            continue
-        elif key == "x-kubernetes-preserve-unknown-fields":
-            continue
-        elif key == "nullable":
+        elif key == "x-kubernetes-int-or-string" or key == "x-kubernetes-preserve-unknown-fields" or key == "nullable":
             continue
         else:
             out[key] = strict(value)

@@ -171,4 +171,3 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Any]:
             yield handle
     except DLChartsError as exc:
         pytest.fail(str(exc), pytrace=False)
-

@@ -63,9 +63,7 @@ def pod_specs(obj: K8sObject) -> Iterator[PodSpecAt]:
         yield PodSpecAt(obj, ["spec"], spec, (body.get("metadata") or {}).get("labels") or {})
     elif obj.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController"):
         template = spec.get("template") or {}
-        yield PodSpecAt(
-            obj, ["spec", "template", "spec"], template.get("spec") or {}, _labels_of(template)
-        )
+        yield PodSpecAt(obj, ["spec", "template", "spec"], template.get("spec") or {}, _labels_of(template))
     elif obj.kind == "CronJob":
         template = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}
         yield PodSpecAt(
@@ -197,7 +195,9 @@ def _service_selects(objects: list[K8sObject]) -> Iterator[Finding]:
         selector = (obj.body.get("spec") or {}).get("selector")
         if not selector:
             if (obj.body.get("spec") or {}).get("type") != "ExternalName":
-                yield _finding(obj, ["spec", "selector"], "Service has no selector, so it selects no pod", "service-selects")  # noqa: E501
+                yield _finding(
+                    obj, ["spec", "selector"], "Service has no selector, so it selects no pod", "service-selects"
+                )  # noqa: E501
             continue
         if not any(_selector_matches({"matchLabels": selector}, labels) for labels in templates):
             msg = f"Service selector {selector} matches no pod template of this release"
@@ -210,9 +210,19 @@ def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
         name = obj.name
         if obj.kind in _LABEL_NAMED:
             if len(name) > 63 or not _DNS_LABEL.match(name):
-                yield _finding(obj, ["metadata", "name"], f"{name!r} must be a DNS-1123 label (a-z, 0-9, '-', at most 63 characters; it is {len(name)})", "dns-names")  # noqa: E501
+                yield _finding(
+                    obj,
+                    ["metadata", "name"],
+                    f"{name!r} must be a DNS-1123 label (a-z, 0-9, '-', at most 63 characters; it is {len(name)})",
+                    "dns-names",
+                )  # noqa: E501
         elif len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-            yield _finding(obj, ["metadata", "name"], f"{name!r} must be a DNS-1123 subdomain (at most 253 characters)", "dns-names")  # noqa: E501
+            yield _finding(
+                obj,
+                ["metadata", "name"],
+                f"{name!r} must be a DNS-1123 subdomain (at most 253 characters)",
+                "dns-names",
+            )  # noqa: E501
         yield from _label_values(obj, ["metadata", "labels"], (obj.body.get("metadata") or {}).get("labels") or {})
         for pod in pod_specs(obj):
             yield from _label_values(obj, [*pod.path[:-1], "metadata", "labels"], pod.labels)
@@ -232,7 +242,12 @@ def _label_values(obj: K8sObject, path: list[Any], labels: dict[str, Any]) -> It
     for key, value in labels.items():
         text = "" if value is None else str(value)
         if len(text) > 63 or not _LABEL_VALUE.match(text):
-            yield _finding(obj, [*path, key], f"label value {text!r} is not a valid label value (<= 63 characters, alphanumeric at both ends)", "dns-names")  # noqa: E501
+            yield _finding(
+                obj,
+                [*path, key],
+                f"label value {text!r} is not a valid label value (<= 63 characters, alphanumeric at both ends)",
+                "dns-names",
+            )  # noqa: E501
 
 
 def _effective(pod: PodSpecAt, container: dict[str, Any], key: str) -> Any:
@@ -248,7 +263,9 @@ def _security_context(objects: list[K8sObject]) -> Iterator[Finding]:
                 sc = c.get("securityContext") or {}
                 problems = []
                 run_as_user = _effective(pod, c, "runAsUser")
-                if not (_effective(pod, c, "runAsNonRoot") is True or (run_as_user is not None and int(run_as_user) > 0)):  # noqa: E501
+                if not (
+                    _effective(pod, c, "runAsNonRoot") is True or (run_as_user is not None and int(run_as_user) > 0)
+                ):  # noqa: E501
                     problems.append("runAsNonRoot: true (with a non-zero runAsUser)")
                 if run_as_user is not None and int(run_as_user) == 0:
                     problems.append("a runAsUser other than 0")
@@ -281,10 +298,17 @@ def _host_access(objects: list[K8sObject]) -> Iterator[Finding]:
                     yield _finding(obj, [*pod.path, "volumes", i, "hostPath"], msg, "host-access")
             for path, c in containers(pod):
                 if (c.get("securityContext") or {}).get("privileged"):
-                    yield _finding(obj, [*path, "securityContext", "privileged"], f"container {c.get('name')!r} is privileged", "host-access")  # noqa: E501
+                    yield _finding(
+                        obj,
+                        [*path, "securityContext", "privileged"],
+                        f"container {c.get('name')!r} is privileged",
+                        "host-access",
+                    )  # noqa: E501
                 for j, port in enumerate(c.get("ports") or []):
                     if port.get("hostPort"):
-                        yield _finding(obj, [*path, "ports", j, "hostPort"], f"hostPort {port['hostPort']}", "host-access")  # noqa: E501
+                        yield _finding(
+                            obj, [*path, "ports", j, "hostPort"], f"hostPort {port['hostPort']}", "host-access"
+                        )  # noqa: E501
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,10 +16,8 @@ import yaml
 from dlcharts.errors import ManifestError, RenderError
 from dlcharts.helm import Helm, find_helm
 
-try:  # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+# libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 DEFAULT_KUBE_VERSION = "1.35.0"
 # Kinds that live outside namespaces; every other kind is indexed under the release namespace when it names none.

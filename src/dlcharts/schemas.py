@@ -68,7 +68,10 @@ def schema_set_for(kube_version: str) -> str:
 @functools.cache
 def _registry(schema_set: str) -> referencing.Registry[Any]:
     defs = json.loads((_schema_root() / schema_set / "_definitions.json").read_text())
-    return referencing.Registry().with_resource(_DEFINITIONS_URI, DRAFT202012.create_resource(defs))
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource(
+        _DEFINITIONS_URI, DRAFT202012.create_resource(defs)
+    )
+    return registry
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from dlcharts.render import Rendered, parse_manifest
 
 
 def normalize(body: dict[str, Any]) -> dict[str, Any]:
-    out = yaml.safe_load(yaml.safe_dump(body))  # deep copy, plain types
+    out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(body))  # deep copy, plain types
     if out.get("kind") == "Secret":
         for field in ("data", "stringData"):
             if isinstance(out.get(field), dict):

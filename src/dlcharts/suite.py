@@ -121,6 +121,9 @@ def check_scenario(
         rendered = renderer.render(scenario.request(version))
         findings += check_rendered(rendered, exempt, policies=version == versions[-1])
     long_name = renderer.render(scenario.request(versions[-1], release=LONG_RELEASE))
-    findings += [dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
-                 for f in check_rendered(long_name, exempt) if f.check == "dns-names"]
+    findings += [
+        dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
+        for f in check_rendered(long_name, exempt)
+        if f.check == "dns-names"
+    ]
     return findings

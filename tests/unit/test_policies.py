@@ -111,9 +111,7 @@ def test_indexed_job_hostnames_must_fit():
 
 def test_exemptions_cover_only_their_chart_check_and_objects(tmp_path):
     path = tmp_path / "ex.yaml"
-    path.write_text(
-        "c:\n  host-access:\n    reason: needs the node network\n    objects: ['DaemonSet/r-*']\n"
-    )
+    path.write_text("c:\n  host-access:\n    reason: needs the node network\n    objects: ['DaemonSet/r-*']\n")
     exemptions = load_exemptions(path)["c"]
     objs = mutate(CASES["host-access"])
     assert run_policies(objs, exemptions) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts.errors import ManifestError, RenderError
-from dlcharts.render import ObjectKey, RenderRequest, Renderer, parse_manifest
+from dlcharts.render import ObjectKey, Renderer, RenderRequest, parse_manifest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chart-author" / "charts" / "hello-batch"
 

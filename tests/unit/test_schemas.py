@@ -49,10 +49,11 @@ def test_typo_and_missing_required_field_are_both_reported(kube_version):
 
 
 def test_field_newer_than_the_version_is_an_error():
-    job = BROKEN.split("---\n# Source: demo/templates/svc.yaml")[0].replace(
-        "imagePullPolicyy: Always\n        - image: busybox:1.37.0\n", ""
-    ).replace("      restartPolicy: Never\n", "      restartPolicy: Never\n").replace(
-        "spec:\n  template:", "spec:\n  managedBy: example.com/controller\n  template:"
+    job = (
+        BROKEN.split("---\n# Source: demo/templates/svc.yaml")[0]
+        .replace("imagePullPolicyy: Always\n        - image: busybox:1.37.0\n", "")
+        .replace("      restartPolicy: Never\n", "      restartPolicy: Never\n")
+        .replace("spec:\n  template:", "spec:\n  managedBy: example.com/controller\n  template:")
     )
     old = validate_objects(parse_manifest(job).values(), "1.29.0")
     new = validate_objects(parse_manifest(job).values(), "1.35.0")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cli import main
-from dlcharts.render import RenderRequest, Renderer
+from dlcharts.render import Renderer, RenderRequest
 from dlcharts.snapshots import SnapshotMismatch, assert_snapshot, serialize
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chart-author" / "charts" / "hello-batch"

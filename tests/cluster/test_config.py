@@ -1,0 +1,103 @@
+"""Fast checks of the cluster's configuration, stages and binary lookup (no cluster needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dlcharts.cluster import (
+    BINARY_NAMES,
+    ClusterConfig,
+    EmbeddedCluster,
+    NodePool,
+    Taint,
+    default_node_pools,
+    require_binaries,
+)
+from dlcharts.cluster.binaries import binary, read_versions
+from dlcharts.cluster.config import node_objects, stage_documents
+from dlcharts.errors import ClusterError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_versions_are_pinned_once_for_script_and_python() -> None:
+    versions = read_versions()
+    assert versions["KUBERNETES_VERSION"].startswith("v1.35.")
+    script = (REPO / "ci" / "build-control-plane.sh").read_text()
+    assert "src/dlcharts/cluster/versions.env" in script
+
+
+def test_binary_cache_layout(tmp_path: Path) -> None:
+    b = binary("kube-apiserver", tmp_path)
+    assert b.path == tmp_path / "bin" / f"kube-apiserver-{b.version}" / "kube-apiserver"
+
+
+def test_missing_binaries_name_each_one_and_the_build_command(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError) as err:
+        require_binaries(tmp_path)
+    message = str(err.value)
+    for name in BINARY_NAMES:
+        assert name in message
+    assert "build-control-plane.sh" in message
+
+
+def test_start_without_binaries_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match="kube-apiserver"):
+        EmbeddedCluster(ClusterConfig(name="nobin", cache=tmp_path)).start()
+
+
+def test_default_nodes_are_four_h100_nodes_and_two_cpu_nodes() -> None:
+    nodes = node_objects(default_node_pools())
+    gpu = [n for n in nodes if "nvidia.com/gpu" in n["status"]["allocatable"]]
+    cpu = [n for n in nodes if "nvidia.com/gpu" not in n["status"]["allocatable"]]
+    assert len(gpu) == 4 and len(cpu) == 2
+    for node in gpu:
+        labels = node["metadata"]["labels"]
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+        assert labels["nvidia.com/gpu.present"] == "true"
+        assert labels["kubernetes.io/hostname"] == node["metadata"]["name"]
+    for node in cpu:
+        assert "nvidia.com/gpu.present" not in node["metadata"]["labels"]
+
+
+def test_custom_pool_with_other_gpu_resource_and_taint() -> None:
+    pool = NodePool(
+        name="a100",
+        count=2,
+        gpus=4,
+        gpu_resource="nvidia.com/mig-1g.10gb",
+        labels={"nvidia.com/gpu.product": "NVIDIA-A100"},
+        taints=(Taint("nvidia.com/gpu", "present"),),
+    )
+    nodes = node_objects((pool,))
+    assert [n["metadata"]["name"] for n in nodes] == ["a100-0", "a100-1"]
+    assert nodes[0]["status"]["capacity"]["nvidia.com/mig-1g.10gb"] == "4"
+    assert nodes[0]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [
+        (ClusterConfig(name="Bad_Name"), "cluster name"),
+        (ClusterConfig(node_pools=(NodePool("gpu", 1, gpus=-1),)), "node_pools[0].gpus"),
+        (ClusterConfig(node_pools=(NodePool("gpu", 1, memory="lots"),)), "node_pools[0].memory"),
+        (ClusterConfig(node_pools=(NodePool("a", 1), NodePool("a", 1))), "node_pools[1].name"),
+        (ClusterConfig(node_pools=(NodePool("a", 0),)), "no nodes"),
+        (ClusterConfig(node_pools=(NodePool("a", 1, taints=(Taint("k", effect="Never"),)),)), "effect"),
+    ],
+)
+def test_bad_config_names_the_field(config: ClusterConfig, fragment: str) -> None:
+    with pytest.raises(ClusterError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        config.validate()
+
+
+def test_stages_cover_nodes_and_pods_and_take_the_run_time() -> None:
+    docs = {d["metadata"]["name"]: d for d in stage_documents(pod_run_seconds=0.5)}
+    assert {"node-initialize", "node-heartbeat", "pod-ready", "pod-complete", "pod-delete"} <= docs.keys()
+    assert docs["pod-complete"]["spec"]["delay"]["durationMilliseconds"] == 500
+    owner = [e for e in docs["pod-complete"]["spec"]["selector"]["matchExpressions"] if "ownerReferences" in e["key"]]
+    assert owner == [{"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]}]
+    assert "exitCode: 0" in docs["pod-complete"]["spec"]["next"]["statusTemplate"]
