@@ -1,0 +1,118 @@
+"""Property tests over chart values.
+
+Starting from each chart's own defaults, hypothesis replaces a few leaf values with values drawn from that
+leaf's part of values.schema.json, sometimes with a value of the wrong type, sometimes adds an unknown key.
+Whatever it draws, the chart must either render objects that pass strict schemas and every policy, or refuse
+with a message that names a value; never a Go template panic or a nil-pointer error.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+
+from dlcharts.errors import RenderError
+from dlcharts.findings import report
+from dlcharts.suite import discover_charts
+
+from ..conftest import CHARTS
+
+# What helm prints when a template dereferences something that is not there: a chart bug, not a clear message.
+PANIC_MARKERS = ("nil pointer", "runtime error", "panic", "<nil>", "can't evaluate field", "wrong type for value",
+                 "invalid value; expected", "error calling", "cannot index")  # fmt: skip
+CLEAR_MARKERS = ("values don't meet the specifications", "values are invalid")
+
+
+def leaves(values: Any, schema: dict[str, Any], defs: dict[str, Any], path: tuple[str, ...] = ()):
+    """(path, subschema) for each scalar leaf of the defaults that the schema describes, and (path, None) for
+    each object the schema closes (where an unknown key must be refused)."""
+    schema = resolve(schema, defs)
+    if isinstance(values, dict):
+        if schema.get("additionalProperties") is False:
+            yield path, None
+        props = schema.get("properties") or {}
+        for key, value in values.items():
+            if key in props:
+                yield from leaves(value, props[key], defs, (*path, key))
+    elif not isinstance(values, list) and path:
+        yield path, schema
+
+
+def resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = defs[schema["$ref"].split("/")[-1]]
+    return schema
+
+
+def set_path(values: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    node = values
+    for key in path[:-1]:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[path[-1]] = value
+
+
+@st.composite
+def mutated_values(draw, chart: Path):
+    schema = json.loads((chart / "values.schema.json").read_text())
+    defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
+    defaults = yaml.safe_load((chart / "values.yaml").read_text()) or {}
+    found = list(leaves(defaults, schema, defs))
+    candidates = sorted((p, sub) for p, sub in found if sub is not None)
+    closed = sorted(p for p, sub in found if sub is None)
+    values: dict[str, Any] = {}
+    for path, sub in draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=3, unique_by=lambda c: c[0])):
+        kind = draw(st.sampled_from(["schema", "schema", "wrong-type"]))
+        if kind == "schema":
+            standalone = {**resolve(sub, defs), "$defs": defs, "definitions": defs}
+            value = draw(from_schema(standalone))
+        else:
+            value = draw(st.sampled_from([{"x": 1}, [1, 2], "not-a-number", -3, 2.5, None, True]))
+        set_path(values, path, value)
+    if closed and draw(st.booleans()):
+        set_path(values, (*draw(st.sampled_from(closed)), "unknownKeyTypo"), 1)
+    return values
+
+
+def _charts() -> list[Path]:
+    return [c for c in discover_charts(CHARTS) if (c / "values.schema.json").is_file()]
+
+
+@pytest.mark.parametrize("chart", _charts(), ids=lambda c: c.name)
+def test_any_values_render_valid_or_fail_clearly(chart, render, find_problems):
+    @given(values=mutated_values(chart))
+    def prop(values):
+        try:
+            rendered = render(chart, values=values)
+        except RenderError as exc:
+            lowered = exc.stderr.lower()
+            assert not any(m in lowered for m in PANIC_MARKERS), f"template panic for {values}:\n{exc.stderr}"
+            assert any(m in exc.stderr for m in CLEAR_MARKERS), f"unclear failure for {values}:\n{exc.stderr}"
+            if "unknownKeyTypo" in json.dumps(values):
+                assert "unknownKeyTypo" in exc.stderr or "values are invalid" in exc.stderr
+            return
+        assert "unknownKeyTypo" not in json.dumps(values), f"unknown key accepted silently: {values}"
+        findings = find_problems(rendered)
+        assert not findings, f"values {values} render invalid objects:\n{report(findings)}"
+
+    prop()
+
+
+def test_mutation_helpers_reach_nested_paths():
+    values: dict[str, Any] = {}
+    set_path(values, ("a", "b", "c"), 1)
+    set_path(values, ("a", "d"), 2)
+    assert values == {"a": {"b": {"c": 1}, "d": 2}}
+    assert copy.deepcopy(values) == values
+    schema = {"type": "object", "additionalProperties": False, "properties": {"a": {"$ref": "#/$defs/a"}}}
+    defs = {"a": {"type": "object", "properties": {"d": {"type": "integer"}}}}
+    assert list(leaves({"a": {"d": 2}}, schema, defs)) == [((), None), (("a", "d"), defs["a"]["properties"]["d"])]

@@ -1,0 +1,65 @@
+"""Every chart x ci scenario: strict schemas on every Kubernetes version, policies, names with a long
+release, helm lint --strict, golden snapshots, and the same render under Helm 3 and Helm 4."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlcharts import toolchain
+from dlcharts.findings import report
+from dlcharts.helm import find_helm
+from dlcharts.policies import unused_exemptions
+from dlcharts.render import Renderer
+from dlcharts.snapshots import serialize
+from dlcharts.suite import KUBE_VERSIONS, all_scenarios, check_scenario, discover_charts
+
+from ..conftest import CHARTS
+
+
+def test_every_chart_has_scenarios():
+    charts = discover_charts(CHARTS)
+    assert charts, "no charts found"
+    for chart in charts:
+        assert list((chart / "ci").glob("*-values.yaml")), f"{chart.name} has no ci/*-values.yaml scenarios"
+
+
+def test_scenario_is_clean_on_every_kubernetes_version(dlcharts_scenario, chart_renderer, exemptions):
+    findings = check_scenario(chart_renderer, dlcharts_scenario, KUBE_VERSIONS, exemptions.get(dlcharts_scenario.chart_name, []))  # noqa: E501
+    assert not findings, report(findings)
+
+
+def test_helm_lint_strict(dlcharts_scenario, helm, chart_renderer):
+    chart_renderer.ensure_dependencies(dlcharts_scenario.chart)
+    args = ["lint", "--strict", str(dlcharts_scenario.chart), "--kube-version", KUBE_VERSIONS[-1]]
+    if dlcharts_scenario.values_file:
+        args += ["--values", str(dlcharts_scenario.values_file)]
+    proc = helm.run(args, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_golden_snapshot(dlcharts_scenario, render, snapshot):
+    snapshot(render(dlcharts_scenario), dlcharts_scenario.id)
+
+
+def test_helm3_and_helm4_render_the_same_objects(dlcharts_scenario, chart_renderer):
+    other_key = next(k for k in toolchain.HELM_MATRIX if toolchain.TOOLS[k].version != chart_renderer.helm.version)
+    other = Renderer(find_helm(other_key), cache_dir=chart_renderer.cache_dir)
+    request = dlcharts_scenario.request()
+    assert serialize(other.render(request)) == serialize(chart_renderer.render(request))
+
+
+def test_no_exemption_is_stale(chart_renderer, exemptions):
+    """An exemption must still cover a finding in some scenario of its chart, or it should be deleted."""
+    for chart, chart_exemptions in exemptions.items():
+        scenarios = [s for s in all_scenarios(CHARTS) if s.chart_name == chart]
+        assert scenarios, f"exemptions name chart {chart!r}, which does not exist"
+        stale = set(chart_exemptions)
+        for scenario in scenarios:
+            stale &= set(unused_exemptions(chart_renderer.render(scenario.request()), chart_exemptions))
+        assert not stale, f"{chart}: exemptions that cover nothing: {sorted(e.check for e in stale)}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm_version_banner(helm):
+    """Make the helm under test visible in the report header of each module."""
+    print(f"\nrendering with {helm.path} ({helm.version})")
