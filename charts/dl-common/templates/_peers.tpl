@@ -1,0 +1,211 @@
+{{/*
+dl-common.peers.domain: the DNS suffix every pod of the release shares, "<service>.<namespace>.svc"
+(the headless Service is named after the release; the cluster domain is left to the pod's resolver
+search list, never hard-coded).
+  {{ include "dl-common.peers.domain" (dict "context" $) }}  -> train.default.svc
+*/}}
+{{- define "dl-common.peers.domain" -}}
+{{- printf "%s.%s.svc" (include "dl-common.names.fullname" .) .context.Release.Namespace -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.host: the full DNS name of pod "index" of a role's Indexed Job,
+"<fullname>-<role>-<index>.<service>.<namespace>.svc".
+  {{ include "dl-common.peers.host" (dict "role" "worker" "index" 0 "context" $) }}
+*/}}
+{{- define "dl-common.peers.host" -}}
+{{- printf "%s-%d.%s" (include "dl-common.names.component" (dict "component" .role "context" .context)) (int .index) (include "dl-common.peers.domain" .) -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.hosts: JSON list of the full DNS names of all "count" pods of a role, each with
+":<port>" appended when "port" is given.
+  {{- $workers := include "dl-common.peers.hosts" (dict "role" "worker" "count" 4 "port" 2222 "context" $) | fromJsonArray -}}
+*/}}
+{{- define "dl-common.peers.hosts" -}}
+{{- $hosts := list -}}
+{{- $job := include "dl-common.names.component" (dict "component" .role "context" .context) -}}
+{{- $domain := include "dl-common.peers.domain" . -}}
+{{- range $i := until (int .count) -}}
+{{- $host := printf "%s-%d.%s" $job $i $domain -}}
+{{- if not (kindIs "invalid" $.port) -}}
+{{- $host = printf "%s:%d" $host (int $.port) -}}
+{{- end -}}
+{{- $hosts = append $hosts $host -}}
+{{- end -}}
+{{- toJson $hosts -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.groups: the compact peer list the wait and watchdog scripts expand at run time,
+"<job>:<count> <job>:<count>", one entry per role of "roles" (a dict role -> pod count; roles with
+count 0 are skipped). The rendered object stays the same size whatever the worker count.
+  {{ include "dl-common.peers.groups" (dict "roles" (dict "worker" 4 "ps" 2) "context" $) }}  -> train-ps:2 train-worker:4
+*/}}
+{{- define "dl-common.peers.groups" -}}
+{{- $groups := list -}}
+{{- range $role, $count := .roles -}}
+{{- if gt (int $count) 0 -}}
+{{- $groups = append $groups (printf "%s:%d" (include "dl-common.names.component" (dict "component" $role "context" $.context)) (int $count)) -}}
+{{- end -}}
+{{- end -}}
+{{- join " " $groups -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.total: the number of pods of a release, the sum of "roles" (role -> count).
+  {{ include "dl-common.peers.total" (dict "roles" (dict "worker" 4 "ps" 2)) }}  -> 6
+*/}}
+{{- define "dl-common.peers.total" -}}
+{{- $total := 0 -}}
+{{- range $role, $count := .roles -}}
+{{- $total = add $total (int $count) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.waitScript: POSIX sh (busybox) that expands DL_PEER_GROUPS ("<job>:<count> ...") into
+"<job>-<i>.$DL_PEER_DOMAIN" names and waits until every one resolves, logging progress every
+DL_PEER_INTERVAL seconds; after DL_PEER_TIMEOUT seconds it prints which peers are missing and exits 1.
+busybox nslookup applies no search list to dotted names, so the script appends the cluster domain it
+reads from the pod's own resolv.conf (the "svc.<domain>" search entry) instead of hard-coding one.
+Used by dl-common.peers.waitContainer and dl-common.peers.testPod.
+*/}}
+{{- define "dl-common.peers.waitScript" -}}
+set -u
+dom=""
+for s in $(sed -n 's/^search[[:space:]]*//p' /etc/resolv.conf); do
+  case "$s" in svc.*) dom="${s#svc.}"; break ;; esac
+done
+resolves() {
+  name="$1"
+  if [ -n "$dom" ]; then name="$1.$dom"; fi
+  nslookup "$name" 2>/dev/null | grep -q '^Name:'
+}
+pending=""
+for g in $DL_PEER_GROUPS; do
+  job="${g%:*}"; n="${g##*:}"; i=0
+  while [ "$i" -lt "$n" ]; do pending="$pending $job-$i.$DL_PEER_DOMAIN"; i=$((i + 1)); done
+done
+total=$(echo $pending | wc -w)
+start=$(date +%s)
+echo "peer-wait: waiting up to ${DL_PEER_TIMEOUT}s for $total peer(s) of $DL_PEER_DOMAIN to resolve"
+while :; do
+  left=""
+  for h in $pending; do resolves "$h" || left="$left $h"; done
+  pending="$left"
+  elapsed=$(( $(date +%s) - start ))
+  if [ -z "$pending" ]; then
+    echo "peer-wait: all $total peer(s) resolve (after ${elapsed}s)"
+    exit 0
+  fi
+  missing=$(echo $pending | wc -w)
+  if [ "$elapsed" -ge "$DL_PEER_TIMEOUT" ]; then
+    echo "peer-wait: ERROR: after ${elapsed}s, $missing of $total peer(s) still do not resolve:" >&2
+    echo $pending | tr ' ' '\n' | head -n 20 >&2
+    echo "peer-wait: their pods are not running (unschedulable, pulling, or failed). Check: kubectl get pods -l app.kubernetes.io/instance=$DL_RELEASE and the pods' events. Raise peerWait.timeoutSeconds, or enable gang scheduling (gang.scheduler) so that all pods start together." >&2
+    exit 1
+  fi
+  first="${pending# }"
+  echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
+  sleep "$DL_PEER_INTERVAL"
+done
+{{- end -}}
+
+{{/*
+dl-common.peers.waitEnv: the environment of the wait script (internal; see dl-common.peers.waitContainer).
+*/}}
+{{- define "dl-common.peers.waitEnv" -}}
+- name: DL_PEER_GROUPS
+  value: {{ include "dl-common.peers.groups" . | quote }}
+- name: DL_PEER_DOMAIN
+  value: {{ include "dl-common.peers.domain" . | quote }}
+- name: DL_PEER_TIMEOUT
+  value: {{ .timeout | int | quote }}
+- name: DL_PEER_INTERVAL
+  value: {{ .context.Values.peerWait.intervalSeconds | int | quote }}
+- name: DL_RELEASE
+  value: {{ .context.Release.Name | quote }}
+{{- end -}}
+
+{{/*
+dl-common.peers.waitContainer: a bounded, logged init container that waits until every pod of "roles"
+(role -> count) resolves in DNS, then lets the main container start; it fails the pod with a clear message
+after .Values.peerWait.timeoutSeconds. Image, interval and resources come from .Values.peerWait; the
+container securityContext from the role "settings". Renders one list item (or nothing when "roles" is
+empty or peerWait.enabled is false).
+  initContainers:
+    {{- include "dl-common.peers.waitContainer" (dict "roles" (dict "worker" 4) "settings" $s "context" $) | nindent 4 }}
+*/}}
+{{- define "dl-common.peers.waitContainer" -}}
+{{- $pw := .context.Values.peerWait -}}
+{{- if and $pw.enabled (gt (int (include "dl-common.peers.total" .)) 0) -}}
+- name: peer-wait
+  image: {{ include "dl-common.pod.image" (dict "image" $pw.image) | quote }}
+  imagePullPolicy: {{ $pw.image.pullPolicy | default "IfNotPresent" }}
+  command: ["/bin/sh", "-c"]
+  args:
+    - |
+      {{- include "dl-common.peers.waitScript" . | nindent 6 }}
+  env:
+    {{- include "dl-common.peers.waitEnv" (dict "roles" .roles "timeout" $pw.timeoutSeconds "context" .context) | nindent 4 }}
+  resources:
+    {{- toYaml $pw.resources | nindent 4 }}
+  {{- with .settings.securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.testPod: the `helm test` hook Pod: checks that every pod of "roles" (role -> count)
+resolves (run it while the job is running; finished pods leave DNS). Uses the peerWait image with
+.Values.tests.timeoutSeconds, and the pod/container security contexts of the "settings" given
+(usually the worker's). Renders nothing when .Values.tests.enabled is false.
+  {{ include "dl-common.peers.testPod" (dict "roles" (include "mychart.roles" . | fromJson) "settings" $s "context" $) }}
+*/}}
+{{- define "dl-common.peers.testPod" -}}
+{{- $ctx := .context -}}
+{{- if $ctx.Values.tests.enabled -}}
+{{- $pw := $ctx.Values.peerWait -}}
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ include "dl-common.names.component" (dict "component" "test-peers" "context" $ctx) }}
+  labels:
+    {{- include "dl-common.labels.standard" (dict "component" "test" "context" $ctx) | nindent 4 }}
+  annotations:
+    helm.sh/hook: test
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  enableServiceLinks: false
+  {{- with .settings.podSecurityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .settings.imagePullSecrets }}
+  imagePullSecrets:
+    {{- include "dl-common.pod.pullSecrets" (dict "secrets" .) | nindent 4 }}
+  {{- end }}
+  containers:
+    - name: test-peers
+      image: {{ include "dl-common.pod.image" (dict "image" $pw.image) | quote }}
+      imagePullPolicy: {{ $pw.image.pullPolicy | default "IfNotPresent" }}
+      command: ["/bin/sh", "-c"]
+      args:
+        - |
+          {{- include "dl-common.peers.waitScript" . | nindent 10 }}
+      env:
+        {{- include "dl-common.peers.waitEnv" (dict "roles" .roles "timeout" $ctx.Values.tests.timeoutSeconds "context" $ctx) | nindent 8 }}
+      resources:
+        {{- toYaml $pw.resources | nindent 8 }}
+      {{- with .settings.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
+{{- end -}}

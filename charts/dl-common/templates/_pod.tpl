@@ -1,0 +1,259 @@
+{{/*
+dl-common.pod.image: "<repository>:<tag>" of an image dict {repository, tag, pullPolicy}.
+  image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
+*/}}
+{{- define "dl-common.pod.image" -}}
+{{- printf "%s:%s" (.image.repository | default "") (toString (.image.tag | default "")) -}}
+{{- end -}}
+
+{{/*
+dl-common.pod.pullSecrets: imagePullSecrets list items from a list of names or {name: ...} dicts.
+  imagePullSecrets:
+    {{- include "dl-common.pod.pullSecrets" (dict "secrets" $s.imagePullSecrets) | nindent 4 }}
+*/}}
+{{- define "dl-common.pod.pullSecrets" -}}
+{{- range .secrets }}
+{{- if kindIs "map" . }}
+- name: {{ .name }}
+{{- else }}
+- name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+dl-common.pod.env: the complete env list of a role's main container, in this order:
+  1. DL_TASK_INDEX: the pod's completion index (the same value as JOB_COMPLETION_INDEX, read from the
+     batch.kubernetes.io/job-completion-index annotation), defined first so that later values can use
+     "$(DL_TASK_INDEX)" (e.g. TF_CONFIG);
+  2. "env": the chart's framework wiring (a list of EnvVar dicts);
+  3. the watchdog's variables when "watch" (role -> count) is not empty;
+  4. defaults the user may override: HOME=/tmp (when settings.tmp.enabled) and, for a role without
+     GPUs, NVIDIA_VISIBLE_DEVICES=void (CUDA images would otherwise see every GPU of the node);
+  5. settings.env, the user's extra variables.
+A name set twice is an error reported by dl-common.validate.role (not silently dropped).
+  env:
+    {{- include "dl-common.pod.env" (dict "env" $env "watch" $watch "settings" $s "context" $) | nindent 4 }}
+*/}}
+{{- define "dl-common.pod.env" -}}
+{{- $s := .settings -}}
+{{- $env := list (dict "name" "DL_TASK_INDEX" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.annotations['batch.kubernetes.io/job-completion-index']"))) -}}
+{{- $env = concat $env (.env | default list) -}}
+{{- if .watch -}}
+{{- $wd := .context.Values.watchdog -}}
+{{- $env = append $env (dict "name" "DL_WATCH_GROUPS" "value" (include "dl-common.peers.groups" (dict "roles" .watch "context" .context))) -}}
+{{- $env = append $env (dict "name" "DL_PEER_DOMAIN" "value" (include "dl-common.peers.domain" .)) -}}
+{{- $env = append $env (dict "name" "DL_WATCH_INTERVAL" "value" (toString (int $wd.intervalSeconds))) -}}
+{{- $env = append $env (dict "name" "DL_WATCH_MISSES" "value" (toString (int $wd.missedChecks))) -}}
+{{- end -}}
+{{- $userNames := dict -}}
+{{- range ($s.env | default list) -}}
+{{- $_ := set $userNames (toString .name) true -}}
+{{- end -}}
+{{- if and ($s.tmp | default dict).enabled (not (hasKey $userNames "HOME")) -}}
+{{- $env = append $env (dict "name" "HOME" "value" "/tmp") -}}
+{{- end -}}
+{{- if and (eq (include "dl-common.resources.gpuCount" .) "0") (not (hasKey $userNames "NVIDIA_VISIBLE_DEVICES")) -}}
+{{- $env = append $env (dict "name" "NVIDIA_VISIBLE_DEVICES" "value" "void") -}}
+{{- end -}}
+{{- $env = concat $env ($s.env | default list) -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/*
+dl-common.pod.watchdogScript: POSIX sh run as `sh -c <script> dl-watchdog <program> <args...>` around the
+program of a long-running role (TF parameter servers, MXNet scheduler/servers, ...). It starts the
+program, and every DL_WATCH_INTERVAL seconds resolves the pods listed in DL_WATCH_GROUPS
+("<job>:<count> ...", under DL_PEER_DOMAIN). Once it has seen one of them resolve, and then none of them
+resolves for DL_WATCH_MISSES checks in a row (finished pods leave the headless Service), it stops the
+program (TERM, then KILL after 30 s) and exits 0, so the pod completes and frees its GPU and node. If the
+program exits on its own, its exit status is passed through. Uses getent (glibc images) or python.
+*/}}
+{{- define "dl-common.pod.watchdogScript" -}}
+resolves() {
+  if command -v getent >/dev/null 2>&1; then getent hosts "$1" >/dev/null 2>&1
+  elif command -v python3 >/dev/null 2>&1; then python3 -c 'import socket,sys; socket.getaddrinfo(sys.argv[1], None)' "$1" >/dev/null 2>&1
+  else python -c 'import socket,sys; socket.getaddrinfo(sys.argv[1], None)' "$1" >/dev/null 2>&1; fi
+}
+hosts=""
+for g in $DL_WATCH_GROUPS; do
+  job="${g%:*}"; n="${g##*:}"; i=0
+  while [ "$i" -lt "$n" ]; do hosts="$hosts $job-$i.$DL_PEER_DOMAIN"; i=$((i + 1)); done
+done
+"$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+echo "watchdog: started $1 (pid $child); it will be stopped once none of [$DL_WATCH_GROUPS] resolves any more"
+seen=0; misses=0
+while kill -0 "$child" 2>/dev/null; do
+  sleep "$DL_WATCH_INTERVAL" & wait $!
+  up=0
+  for h in $hosts; do if resolves "$h"; then up=1; break; fi; done
+  if [ "$up" = 1 ]; then
+    [ "$seen" = 0 ] && echo "watchdog: peers [$DL_WATCH_GROUPS] are up"
+    seen=1; misses=0
+  elif [ "$seen" = 1 ]; then
+    misses=$((misses + 1))
+    echo "watchdog: none of [$DL_WATCH_GROUPS] resolves ($misses/$DL_WATCH_MISSES)"
+    if [ "$misses" -ge "$DL_WATCH_MISSES" ]; then
+      echo "watchdog: the pods this role serves have finished; stopping $1"
+      kill -TERM "$child" 2>/dev/null
+      t=0
+      while kill -0 "$child" 2>/dev/null && [ "$t" -lt 30 ]; do sleep 1; t=$((t + 1)); done
+      kill -KILL "$child" 2>/dev/null
+      exit 0
+    fi
+  fi
+done
+wait "$child"
+{{- end -}}
+
+{{/*
+dl-common.pod.command: `command:` and `args:` of a role's main container. settings.command/args win over
+the chart's "command"/"args" (a user command without args drops the chart's args); "extraArgs" are
+appended (e.g. TensorFlow's legacy flags). With "watch" (role -> count) the program runs under the
+watchdog (dl-common.pod.watchdogScript).
+  {{- include "dl-common.pod.command" (dict "command" (list "python") "args" (list "/opt/bench.py") "extraArgs" list "watch" $watch "settings" $s) | nindent 2 }}
+*/}}
+{{- define "dl-common.pod.command" -}}
+{{- $s := .settings -}}
+{{- $cmd := $s.command | default .command | default list -}}
+{{- $args := list -}}
+{{- if $s.args -}}
+{{- $args = $s.args -}}
+{{- else if not $s.command -}}
+{{- $args = .args | default list -}}
+{{- end -}}
+{{- $args = concat $args (.extraArgs | default list) -}}
+{{- if .watch -}}
+{{- if not $cmd -}}
+{{- fail "dl-common.pod.command: a watched role needs a command (set the role's command)" -}}
+{{- end }}
+command:
+  - /bin/sh
+  - -c
+  - |
+    {{- include "dl-common.pod.watchdogScript" . | nindent 4 }}
+  - dl-watchdog
+args:
+  {{- toYaml (concat $cmd $args) | nindent 2 }}
+{{- else }}
+{{- with $cmd }}
+command:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $args }}
+args:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+dl-common.pod.container: the main container of a role (one list item), named after the role: image,
+command/args (dl-common.pod.command), env (dl-common.pod.env), "ports" (list of dicts name/port),
+resources with GPUs (dl-common.resources.container), securityContext, workingDir, /dev/shm and /tmp
+mounts, the chart's "volumeMounts" and settings.volumeMounts.
+  containers:
+    {{- include "dl-common.pod.container" (dict "role" "worker" "settings" $s "env" $env "ports" $ports "command" $cmd "args" $args "context" $) | nindent 4 }}
+*/}}
+{{- define "dl-common.pod.container" -}}
+{{- $s := .settings -}}
+- name: {{ .role }}
+  image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
+  imagePullPolicy: {{ $s.image.pullPolicy | default "IfNotPresent" }}
+  {{- with (include "dl-common.pod.command" . | trim) }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with $s.workingDir }}
+  workingDir: {{ . }}
+  {{- end }}
+  env:
+    {{- include "dl-common.pod.env" . | nindent 4 }}
+  {{- with $s.envFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .ports }}
+  ports:
+    {{- range . }}
+    - name: {{ .name }}
+      containerPort: {{ .port | int }}
+      protocol: {{ .protocol | default "TCP" }}
+    {{- end }}
+  {{- end }}
+  resources:
+    {{- include "dl-common.resources.container" . | nindent 4 }}
+  {{- with $s.securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- $mounts := concat (include "dl-common.shm.volumeMounts" . | fromYamlArray) (.volumeMounts | default list) ($s.volumeMounts | default list) }}
+  {{- with $mounts }}
+  volumeMounts:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{/*
+dl-common.pod.template: the pod template of a role's Indexed Job: labels (standard + queue/gang +
+settings.podLabels), annotations (queue/gang + settings.podAnnotations + "podAnnotations"), subdomain =
+the headless Service (so the pod is "<job>-<i>.<service>.<namespace>.svc"), restartPolicy Never, no
+service links, no service account token unless settings.automountServiceAccountToken, placement
+(dl-common.scheduling.pod), the peer-wait init container for "waitFor" (role -> count) plus
+"initContainers", the main container (dl-common.pod.container) plus "sidecars", and volumes
+(/dev/shm, /tmp, the chart's "volumes", settings.volumes). "roles" (role -> count, all roles of the
+release) sizes the gang annotations. Takes every argument of dl-common.job.indexed.
+  template:
+    {{- include "dl-common.pod.template" $args | nindent 4 }}
+*/}}
+{{- define "dl-common.pod.template" -}}
+{{- $ctx := .context -}}
+{{- $s := .settings -}}
+{{- $labels := merge (include "dl-common.labels.standard" (dict "component" .role "context" $ctx) | fromYaml) (include "dl-common.queue.podLabels" (dict "context" $ctx) | fromYaml) ($s.podLabels | default dict) -}}
+{{- $annotations := merge (include "dl-common.queue.podAnnotations" (dict "roles" .roles "context" $ctx) | fromYaml) (.podAnnotations | default dict) ($s.podAnnotations | default dict) -}}
+metadata:
+  labels:
+    {{- toYaml $labels | nindent 4 }}
+  {{- with $annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  subdomain: {{ include "dl-common.names.fullname" (dict "context" $ctx) }}
+  restartPolicy: Never
+  enableServiceLinks: false
+  automountServiceAccountToken: {{ $s.automountServiceAccountToken | default false }}
+  {{- with $s.serviceAccountName }}
+  serviceAccountName: {{ . }}
+  {{- end }}
+  {{- if not (kindIs "invalid" $s.terminationGracePeriodSeconds) }}
+  terminationGracePeriodSeconds: {{ $s.terminationGracePeriodSeconds | int }}
+  {{- end }}
+  {{- with $s.podSecurityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.imagePullSecrets }}
+  imagePullSecrets:
+    {{- include "dl-common.pod.pullSecrets" (dict "secrets" .) | nindent 4 }}
+  {{- end }}
+  {{- with (include "dl-common.scheduling.pod" . | trim) }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- $init := concat (include "dl-common.peers.waitContainer" (dict "roles" (.waitFor | default dict) "settings" $s "context" $ctx) | fromYamlArray) (.initContainers | default list) }}
+  {{- with $init }}
+  initContainers:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  containers:
+    {{- include "dl-common.pod.container" . | nindent 4 }}
+    {{- with .sidecars }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- $volumes := concat (include "dl-common.shm.volumes" . | fromYamlArray) (.volumes | default list) ($s.volumes | default list) }}
+  {{- with $volumes }}
+  volumes:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}

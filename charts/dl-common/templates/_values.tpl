@@ -1,0 +1,63 @@
+{{/*
+dl-common.values.merge: deep-merges "override" over "base" and returns the result as JSON.
+Maps merge key by key; any other value in "override" (lists, strings, numbers, false, 0, "") replaces
+the base value; a null in "override" keeps the base value (null = inherit).
+  {{- $merged := include "dl-common.values.merge" (dict "base" .Values.defaults "override" .Values.roles.ps) | fromJson -}}
+*/}}
+{{- define "dl-common.values.merge" -}}
+{{- $out := deepCopy (.base | default dict) -}}
+{{- range $key, $value := (.override | default dict) -}}
+{{- $current := index $out $key -}}
+{{- if and (kindIs "map" $value) (kindIs "map" $current) -}}
+{{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" $current "override" $value) | fromJson) -}}
+{{- else if not (kindIs "invalid" $value) -}}
+{{- $_ := set $out $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/*
+dl-common.values.role: the effective pod settings of one role: `.Values.defaults` with
+`.Values.roles.<role>` deep-merged over it (see dl-common.values.merge), as JSON. Numbers come back as
+float64 (fromJson); use `int` where an integer is rendered.
+  {{- $s := include "dl-common.values.role" (dict "role" "worker" "context" $) | fromJson -}}
+*/}}
+{{- define "dl-common.values.role" -}}
+{{- $values := .context.Values -}}
+{{- $override := dict -}}
+{{- if kindIs "map" $values.roles -}}
+{{- $override = index $values.roles .role | default dict -}}
+{{- end -}}
+{{- include "dl-common.values.merge" (dict "base" ($values.defaults | default dict) "override" $override) -}}
+{{- end -}}
+
+{{/*
+dl-common.values.path: the values path a role setting comes from, for error messages:
+"roles.<role>.<key>" when the role overrides it, otherwise "defaults.<key>".
+  {{ include "dl-common.values.path" (dict "role" "worker" "key" "gpu.count" "context" $) }}  -> roles.worker.gpu.count
+*/}}
+{{- define "dl-common.values.path" -}}
+{{- $node := dict -}}
+{{- if kindIs "map" .context.Values.roles -}}
+{{- $node = index .context.Values.roles .role | default dict -}}
+{{- end -}}
+{{- $found := true -}}
+{{- range (splitList "." .key) -}}
+{{- if and $found (kindIs "map" $node) (hasKey $node .) (not (kindIs "invalid" (index $node .))) -}}
+{{- $node = index $node . -}}
+{{- else -}}
+{{- $found = false -}}
+{{- end -}}
+{{- end -}}
+{{- if $found -}}roles.{{ .role }}.{{ .key }}{{- else -}}defaults.{{ .key }}{{- end -}}
+{{- end -}}
+
+{{/*
+dl-common.values.atLeast: "true" when the target Kubernetes version (.Capabilities.KubeVersion, set with
+`helm template --kube-version`) is at least "version", else "". Used to emit fields only where the API has them.
+  {{- if include "dl-common.values.atLeast" (dict "version" "1.33" "context" $) }}...{{ end }}
+*/}}
+{{- define "dl-common.values.atLeast" -}}
+{{- if semverCompare (printf ">=%s.0-0" .version) .context.Capabilities.KubeVersion.Version -}}true{{- end -}}
+{{- end -}}

@@ -1,0 +1,100 @@
+"""Synthetic-data DDP benchmark shipped by the pytorch-dist chart.
+
+Started by torchrun (which reads the PET_* variables the chart sets), one process per GPU. It trains a
+small convolutional network on random images, so it needs no data set and no extra packages, and prints
+the throughput of every process and of the whole job. Exit status 0 means the wiring works end to end:
+rendezvous, NCCL (or gloo on CPU) all-reduce across every pod, and the GPUs themselves.
+"""
+import argparse
+import os
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+def conv_block(c_in, c_out):
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, 3, padding=1, bias=False),
+        nn.BatchNorm2d(c_out),
+        nn.ReLU(inplace=True),
+    )
+
+
+def build_model(width, classes):
+    return nn.Sequential(
+        conv_block(3, width), nn.MaxPool2d(2),
+        conv_block(width, 2 * width), nn.MaxPool2d(2),
+        conv_block(2 * width, 4 * width), nn.MaxPool2d(2),
+        conv_block(4 * width, 8 * width),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * width, classes),
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup-steps", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=64, help="images per process and step")
+    parser.add_argument("--image-size", type=int, default=128)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--amp", action="store_true", help="bfloat16 autocast on GPUs")
+    args, unknown = parser.parse_known_args()
+
+    cuda = torch.cuda.is_available()
+    dist.init_process_group("nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    if rank == 0:
+        print(f"bench_ddp: {world} process(es), backend {dist.get_backend()}, "
+              f"batch {args.batch_size}/process, image {args.image_size}px, ignored args {unknown}", flush=True)
+    print(f"bench_ddp: rank {rank}/{world} on {socket.gethostname()} device {device}", flush=True)
+
+    model = build_model(args.width, 1000).to(device)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
+    labels = torch.randint(0, 1000, (args.batch_size,), device=device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp and cuda):
+            loss = loss_fn(ddp(images), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    for _ in range(args.warmup_steps):
+        step()
+    sync()
+    dist.barrier()
+    start = time.perf_counter()
+    for i in range(args.steps):
+        loss = step()
+        if rank == 0 and (i + 1) % max(1, args.steps // 10) == 0:
+            print(f"bench_ddp: step {i + 1}/{args.steps} loss {loss.item():.3f}", flush=True)
+    sync()
+    elapsed = time.perf_counter() - start
+
+    rate = args.steps * args.batch_size / elapsed
+    total = torch.tensor([rate], dtype=torch.float64, device=device)
+    dist.all_reduce(total)
+    print(f"bench_ddp: rank {rank} throughput {rate:.1f} images/s", flush=True)
+    if rank == 0:
+        print(f"bench_ddp: total throughput {total.item():.1f} images/s over {world} process(es) "
+              f"({total.item() / world:.1f} per process)", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+{{/*
+pytorch-dist.roles: role -> pod count of this release, as JSON.
+  {{- $roles := include "pytorch-dist.roles" . | fromJson -}}
+*/}}
+{{- define "pytorch-dist.roles" -}}
+{{- toJson (dict "worker" (int .Values.worker)) -}}
+{{- end -}}
+
+{{/*
+pytorch-dist.nproc: processes per pod: nprocPerNode, else the worker's GPU count, else 1.
+  {{ include "pytorch-dist.nproc" (dict "settings" $s "context" $) }}
+*/}}
+{{- define "pytorch-dist.nproc" -}}
+{{- $n := .context.Values.nprocPerNode -}}
+{{- if not (kindIs "invalid" $n) -}}
+{{- $n -}}
+{{- else -}}
+{{- max 1 (int (include "dl-common.resources.gpuCount" .)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+pytorch-dist.env: the torchrun wiring of a worker pod (PET_* variables, read by torchrun as its flags,
+plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML list.
+  {{- $env := include "pytorch-dist.env" (dict "settings" $s "context" $) | fromYamlArray -}}
+*/}}
+{{- define "pytorch-dist.env" -}}
+{{- $v := .context.Values -}}
+{{- $master := include "dl-common.peers.host" (dict "role" "worker" "index" 0 "context" .context) -}}
+{{- $port := int $v.port -}}
+{{- $nnodes := toString (int $v.worker) -}}
+{{- if not (kindIs "invalid" $v.elastic.minWorkers) -}}
+{{- $nnodes = printf "%d:%d" (int $v.elastic.minWorkers) (int $v.worker) -}}
+{{- end -}}
+- name: PET_NNODES
+  value: {{ $nnodes | quote }}
+- name: PET_NPROC_PER_NODE
+  value: {{ include "pytorch-dist.nproc" . | quote }}
+- name: PET_NODE_RANK
+  value: "$(DL_TASK_INDEX)"
+- name: PET_RDZV_BACKEND
+  value: c10d
+- name: PET_RDZV_ENDPOINT
+  value: {{ printf "%s:%d" $master $port | quote }}
+- name: PET_RDZV_ID
+  value: {{ .context.Release.Name | quote }}
+- name: PET_MASTER_ADDR
+  value: {{ $master | quote }}
+- name: PET_MASTER_PORT
+  value: {{ $port | quote }}
+{{- if not (kindIs "invalid" $v.elastic.maxRestarts) }}
+- name: PET_MAX_RESTARTS
+  value: {{ $v.elastic.maxRestarts | int | quote }}
+{{- end }}
+- name: MASTER_ADDR
+  value: {{ $master | quote }}
+- name: MASTER_PORT
+  value: {{ $port | quote }}
+{{- end -}}
+
+{{/*
+pytorch-dist.job: everything dl-common.job.indexed needs for the worker role, as a dict (shared by the
+Job template and validation, so both see the same env).
+  {{- $job := include "pytorch-dist.job" . | fromJson -}}
+*/}}
+{{- define "pytorch-dist.job" -}}
+{{- $s := include "dl-common.values.role" (dict "role" "worker" "context" .) | fromJson -}}
+{{- $b := .Values.benchmark -}}
+{{- $args := list "/opt/dl-charts/bench_ddp.py" "--steps" (toString (int $b.steps)) "--warmup-steps" (toString (int $b.warmupSteps)) "--batch-size" (toString (int $b.batchSize)) "--image-size" (toString (int $b.imageSize)) -}}
+{{- if $b.amp }}{{ $args = append $args "--amp" }}{{ end -}}
+{{- toJson (dict
+  "role" "worker"
+  "count" (int .Values.worker)
+  "settings" $s
+  "roles" (include "pytorch-dist.roles" . | fromJson)
+  "env" (include "pytorch-dist.env" (dict "settings" $s "context" .) | fromYamlArray)
+  "ports" (list (dict "name" "c10d" "port" (int .Values.port)))
+  "command" (list "torchrun")
+  "args" $args
+  "waitFor" (dict "worker" 1)
+  "volumes" (list (dict "name" "scripts" "configMap" (dict "name" (include "dl-common.names.component" (dict "component" "scripts" "context" .)) "defaultMode" 365)))
+  "volumeMounts" (list (dict "name" "scripts" "mountPath" "/opt/dl-charts" "readOnly" true))
+) -}}
+{{- end -}}

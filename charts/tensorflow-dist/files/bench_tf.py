@@ -1,0 +1,170 @@
+"""Synthetic-data benchmark shipped by the tensorflow-dist chart.
+
+Reads TF_CONFIG (Kubeflow layout) through TensorFlow's own TFConfigClusterResolver and trains a small
+convolutional network on random images with a custom training loop (no Keras, so it runs unchanged on
+Keras 2 and Keras 3 images):
+  multi-worker-mirrored  chief (if any) and workers train together with collective all-reduce;
+  parameter-server       ps and worker tasks serve variables and steps, the chief coordinates.
+An evaluator has nothing to evaluate on random data: it waits until the chart's watchdog ends it.
+Prints the throughput; exit status 0 proves the wiring (DNS, ports, TF_CONFIG, collectives or PS RPCs).
+TF1-style flags (--job_name --task_index --ps_hosts --worker_hosts) are accepted and checked against
+TF_CONFIG when the chart passes them (legacyFlags).
+"""
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+import tensorflow as tf  # noqa: E402
+
+CLASSES = 1000
+
+
+def log(*parts):
+    print("bench_tf:", *parts, flush=True)
+
+
+def resolver_without_evaluator():
+    """TF_CONFIG's cluster minus the evaluator, which trains with nobody."""
+    tf_config = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    spec = {job: tasks for job, tasks in tf_config.cluster_spec().as_dict().items() if job != "evaluator"}
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(spec), task_type=tf_config.task_type, task_id=tf_config.task_id,
+        rpc_layer=tf_config.rpc_layer or "grpc")
+
+
+def check_legacy_flags(flags, task_type, task_index, cluster):
+    if flags.job_name is None:
+        return
+    problems = []
+    if flags.job_name != task_type:
+        problems.append(f"--job_name={flags.job_name} but TF_CONFIG task.type={task_type}")
+    if flags.task_index != task_index:
+        problems.append(f"--task_index={flags.task_index} but TF_CONFIG task.index={task_index}")
+    for job, value in (("ps", flags.ps_hosts), ("worker", flags.worker_hosts)):
+        if value is not None and value.split(",") != cluster.get(job, []):
+            problems.append(f"--{job}_hosts differs from TF_CONFIG cluster.{job}")
+    if problems:
+        sys.exit("bench_tf: legacy flags contradict TF_CONFIG: " + "; ".join(problems))
+    log("legacy flags agree with TF_CONFIG")
+
+
+def make_variables(width):
+    shapes = [[3, 3, 3, width], [3, 3, width, 2 * width], [3, 3, 2 * width, 4 * width], [4 * width, CLASSES]]
+    return [tf.Variable(tf.random.normal(shape, stddev=0.05), aggregation=tf.VariableAggregation.MEAN,
+                        name=f"w{i}") for i, shape in enumerate(shapes)]
+
+
+def loss_and_update(variables, batch, size, lr=0.01):
+    images = tf.random.uniform([batch, size, size, 3])
+    labels = tf.random.uniform([batch], 0, CLASSES, dtype=tf.int32)
+    with tf.GradientTape() as tape:
+        x = images
+        for kernel in variables[:-1]:
+            x = tf.nn.relu(tf.nn.conv2d(x, kernel, strides=1, padding="SAME"))
+            x = tf.nn.max_pool2d(x, 2, 2, "SAME")
+        logits = tf.matmul(tf.reduce_mean(x, axis=[1, 2]), variables[-1])
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+    grads = tape.gradient(loss, variables)
+    for var, grad in zip(variables, grads):
+        var.assign_sub(lr * grad)  # MEAN aggregation: averaged over all replicas
+    return loss
+
+
+def run_mirrored(args, leader):
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver_without_evaluator())
+    replicas = strategy.num_replicas_in_sync
+    with strategy.scope():
+        variables = make_variables(args.width)
+
+    @tf.function
+    def step():
+        loss = strategy.run(loss_and_update, args=(variables, args.batch_size, args.image_size))
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
+
+    for _ in range(args.warmup_steps):
+        step()
+    start = time.perf_counter()
+    for i in range(args.steps):
+        loss = step()
+        if leader and (i + 1) % max(1, args.steps // 10) == 0:
+            log(f"step {i + 1}/{args.steps} loss {float(loss):.3f}")
+    float(loss)  # wait for the last step
+    elapsed = time.perf_counter() - start
+    total = args.steps * args.batch_size * replicas / elapsed
+    if leader:
+        log(f"total throughput {total:.1f} images/s over {replicas} replica(s) "
+            f"({total / replicas:.1f} per replica)")
+
+
+def run_parameter_server(args, task_type, task_id):
+    resolver = resolver_without_evaluator()
+    if task_type in ("worker", "ps"):
+        log(f"serving as {task_type} {task_id} until the chief finishes")
+        server = tf.distribute.Server(resolver.cluster_spec(), job_name=task_type, task_index=task_id,
+                                      protocol=resolver.rpc_layer, start=True)
+        server.join()
+        return
+    if task_type != "chief":
+        sys.exit("bench_tf: the parameter-server benchmark needs a chief (set chief=1)")
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        variables = make_variables(args.width)
+
+    @tf.function
+    def step():
+        return strategy.run(loss_and_update, args=(variables, args.batch_size, args.image_size))
+
+    for _ in range(args.warmup_steps):
+        coordinator.schedule(step)
+    coordinator.join()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        coordinator.schedule(step)
+    coordinator.join()
+    elapsed = time.perf_counter() - start
+    workers = len(resolver.cluster_spec().as_dict().get("worker", []))
+    log(f"total throughput {args.steps * args.batch_size / elapsed:.1f} images/s "
+        f"({args.steps} steps of {args.batch_size} images on {workers} worker(s))")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--strategy", choices=["multi-worker-mirrored", "parameter-server"],
+                        default="multi-worker-mirrored")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup-steps", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=64, help="images per replica and step")
+    parser.add_argument("--image-size", type=int, default=128)
+    parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--job_name")
+    parser.add_argument("--task_index", type=int)
+    parser.add_argument("--ps_hosts")
+    parser.add_argument("--worker_hosts")
+    args, unknown = parser.parse_known_args()
+
+    tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+    cluster, task = tf_config.get("cluster", {}), tf_config.get("task", {})
+    task_type, task_id = task.get("type"), int(task.get("index", 0))
+    log(f"{task_type} {task_id} on {socket.gethostname()}, strategy {args.strategy}, "
+        f"cluster {{{', '.join(f'{k}: {len(v)}' for k, v in cluster.items())}}}, "
+        f"GPUs {len(tf.config.list_physical_devices('GPU'))}, ignored args {unknown}")
+    check_legacy_flags(args, task_type, task_id, cluster)
+
+    if task_type == "evaluator":
+        log("evaluator: nothing to evaluate on synthetic data; idle until training ends")
+        while True:
+            time.sleep(3600)
+    if args.strategy == "parameter-server":
+        run_parameter_server(args, task_type, task_id)
+    else:
+        leader = task_type == "chief" or ("chief" not in cluster and task_type == "worker" and task_id == 0)
+        run_mirrored(args, leader)
+
+
+if __name__ == "__main__":
+    main()

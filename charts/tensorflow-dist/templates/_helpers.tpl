@@ -1,0 +1,120 @@
+{{/*
+tensorflow-dist.roles: role -> pod count for the roles present in this release (count > 0), as JSON.
+  {{- $roles := include "tensorflow-dist.roles" . | fromJson -}}
+*/}}
+{{- define "tensorflow-dist.roles" -}}
+{{- $roles := dict "worker" (int .Values.worker) -}}
+{{- range $role := list "chief" "ps" "evaluator" -}}
+{{- if gt (int (index $.Values $role)) 0 -}}
+{{- $_ := set $roles $role (int (index $.Values $role)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $roles -}}
+{{- end -}}
+
+{{/*
+tensorflow-dist.strategy: the effective strategy: .Values.strategy, or for "auto" parameter-server when
+ps > 0 and multi-worker-mirrored otherwise.
+  {{ include "tensorflow-dist.strategy" . }}
+*/}}
+{{- define "tensorflow-dist.strategy" -}}
+{{- if ne .Values.strategy "auto" -}}
+{{- .Values.strategy -}}
+{{- else if gt (int .Values.ps) 0 -}}
+parameter-server
+{{- else -}}
+multi-worker-mirrored
+{{- end -}}
+{{- end -}}
+
+{{/*
+tensorflow-dist.clusterSpec: the "cluster" object of TF_CONFIG (Kubeflow layout): every role present
+-> its "<host>:<port>" list; absent roles are absent. JSON.
+  {{- $cluster := include "tensorflow-dist.clusterSpec" . | fromJson -}}
+*/}}
+{{- define "tensorflow-dist.clusterSpec" -}}
+{{- $cluster := dict -}}
+{{- range $role, $count := (include "tensorflow-dist.roles" . | fromJson) -}}
+{{- $_ := set $cluster $role (include "dl-common.peers.hosts" (dict "role" $role "count" $count "port" $.Values.port "context" $) | fromJsonArray) -}}
+{{- end -}}
+{{- toJson $cluster -}}
+{{- end -}}
+
+{{/*
+tensorflow-dist.driver: the role whose end ends the job, as JSON role -> count: the chief when there is
+one (TFJob semantics), else the workers.
+  {{- $driver := include "tensorflow-dist.driver" . | fromJson -}}
+*/}}
+{{- define "tensorflow-dist.driver" -}}
+{{- if gt (int .Values.chief) 0 -}}
+{{- toJson (dict "chief" 1) -}}
+{{- else -}}
+{{- toJson (dict "worker" (int .Values.worker)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+tensorflow-dist.env: TF_CONFIG of a role's pods; task.index comes from $(DL_TASK_INDEX), which
+Kubernetes expands from the pod's completion index. YAML list.
+  {{ include "tensorflow-dist.env" (dict "role" "worker" "context" $) }}
+*/}}
+{{- define "tensorflow-dist.env" -}}
+{{- $cluster := include "tensorflow-dist.clusterSpec" .context -}}
+- name: TF_CONFIG
+  value: {{ printf "{\"cluster\":%s,\"task\":{\"type\":\"%s\",\"index\":$(DL_TASK_INDEX)},\"environment\":\"cloud\"}" $cluster .role | quote }}
+{{- end -}}
+
+{{/*
+tensorflow-dist.legacyArgs: the TF1 / inovex / tf_cnn_benchmarks flags of a role when legacyFlags is on:
+--job_name --task_index --ps_hosts (when ps > 0) --worker_hosts. JSON list.
+  {{- $flags := include "tensorflow-dist.legacyArgs" (dict "role" "worker" "context" $) | fromJsonArray -}}
+*/}}
+{{- define "tensorflow-dist.legacyArgs" -}}
+{{- $v := .context.Values -}}
+{{- $args := list -}}
+{{- if $v.legacyFlags -}}
+{{- $args = append $args (printf "--job_name=%s" .role) -}}
+{{- $args = append $args "--task_index=$(DL_TASK_INDEX)" -}}
+{{- if gt (int $v.ps) 0 -}}
+{{- $args = append $args (printf "--ps_hosts=%s" (include "dl-common.peers.hosts" (dict "role" "ps" "count" $v.ps "port" $v.port "context" .context) | fromJsonArray | join ",")) -}}
+{{- end -}}
+{{- $args = append $args (printf "--worker_hosts=%s" (include "dl-common.peers.hosts" (dict "role" "worker" "count" $v.worker "port" $v.port "context" .context) | fromJsonArray | join ",")) -}}
+{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
+
+{{/*
+tensorflow-dist.job: the arguments of dl-common.job.indexed for one role, as JSON (shared by the role's
+Job template and validation.yaml).
+  {{- $job := include "tensorflow-dist.job" (dict "role" "ps" "context" $) | fromJson -}}
+*/}}
+{{- define "tensorflow-dist.job" -}}
+{{- $ctx := .context -}}
+{{- $v := $ctx.Values -}}
+{{- $role := .role -}}
+{{- $roles := include "tensorflow-dist.roles" $ctx | fromJson -}}
+{{- $driver := include "tensorflow-dist.driver" $ctx | fromJson -}}
+{{- $s := include "dl-common.values.role" (dict "role" $role "context" $ctx) | fromJson -}}
+{{- $b := $v.benchmark -}}
+{{- $args := list "/opt/dl-charts/bench_tf.py" "--strategy" (include "tensorflow-dist.strategy" $ctx) "--steps" (toString (int $b.steps)) "--warmup-steps" (toString (int $b.warmupSteps)) "--batch-size" (toString (int $b.batchSize)) "--image-size" (toString (int $b.imageSize)) -}}
+{{- $job := dict
+  "role" $role
+  "count" (index $roles $role)
+  "settings" $s
+  "roles" $roles
+  "env" (include "tensorflow-dist.env" (dict "role" $role "context" $ctx) | fromYamlArray)
+  "ports" (list (dict "name" "tf" "port" (int $v.port)))
+  "command" (list "python")
+  "args" $args
+  "extraArgs" (include "tensorflow-dist.legacyArgs" (dict "role" $role "context" $ctx) | fromJsonArray)
+  "waitFor" $roles
+  "volumes" (list (dict "name" "scripts" "configMap" (dict "name" (include "dl-common.names.component" (dict "component" "scripts" "context" $ctx)) "defaultMode" 365)))
+  "volumeMounts" (list (dict "name" "scripts" "mountPath" "/opt/dl-charts" "readOnly" true))
+-}}
+{{- if not (hasKey $driver $role) -}}
+{{- $_ := set $job "watch" $driver -}}
+{{- else if and (eq $role "worker") (gt (int $v.worker) 1) -}}
+{{- $_ := set $job "successPolicy" (dict "rules" (list (dict "succeededIndexes" "0"))) -}}
+{{- end -}}
+{{- toJson $job -}}
+{{- end -}}
