@@ -24,7 +24,9 @@ def test_every_chart_has_scenarios():
 
 
 def test_scenario_is_clean_on_every_kubernetes_version(dlcharts_scenario, chart_renderer, exemptions):
-    findings = check_scenario(chart_renderer, dlcharts_scenario, KUBE_VERSIONS, exemptions.get(dlcharts_scenario.chart_name, []))  # noqa: E501
+    findings = check_scenario(
+        chart_renderer, dlcharts_scenario, KUBE_VERSIONS, exemptions.get(dlcharts_scenario.chart_name, [])
+    )  # noqa: E501
     assert not findings, report(findings)
 
 
