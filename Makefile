@@ -19,7 +19,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,tf]'
 	touch $(STAMP)
 
-setup: $(STAMP) tools  ## virtualenv with the harness, and the pinned helm/kubectl binaries
+DOCS_GEN := ci/docs/node_modules/.bin/readme-generator
+
+$(DOCS_GEN): ci/docs/package.json ci/docs/package-lock.json
+	npm ci --prefix ci/docs --no-audit --no-fund --silent
+	touch $(DOCS_GEN)
+
+setup: $(STAMP) tools $(DOCS_GEN)  ## virtualenv with the harness, pinned helm/kubectl, the README generator
 
 tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/
 	$(PY) -m dlcharts.toolchain
@@ -46,6 +52,10 @@ lint: setup  ## ruff + mypy + helm lint --strict on every scenario
 
 snapshots: setup  ## re-record golden snapshots after an intended chart change
 	$(VENV)/bin/dlcharts snapshot --update
+
+docs: $(DOCS_GEN)  ## regenerate every chart README's parameter table from its values.yaml annotations
+	for chart in charts/*/; do [ -f "$$chart/README.md" ] && grep -q '@param' "$$chart/values.yaml" && \
+	  $(DOCS_GEN) --values "$$chart/values.yaml" --readme "$$chart/README.md" >/dev/null; done; true
 
 clean:  ## remove the virtualenv, tools and caches
 	rm -rf $(VENV) .tools reports .pytest_cache .hypothesis
