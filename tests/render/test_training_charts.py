@@ -154,3 +154,31 @@ def test_mxnet_dmlc_environment(render):
             assert env["DMLC_USE_KUBERNETES"] == "1"
             if role == "worker":
                 assert env["DMLC_WORKER_ID"] == str(index)
+
+
+@pytest.mark.parametrize(
+    ("implementation", "line"),
+    [("openmpi", "hv-worker-{i}.hv.ml.svc slots=8"), ("mpich", "hv-worker-{i}.hv.ml.svc:8"),
+     ("intel", "hv-worker-{i}.hv.ml.svc:8")],
+)  # fmt: skip
+def test_horovod_hostfile_has_one_line_per_worker_with_slots_equal_to_gpus(implementation, line, render):
+    settings = ["worker=4", "defaults.gpu.count=8", f"mpi.implementation={implementation}"]
+    rendered = render(CHARTS / "horovod-mpi", set=settings, release="hv", namespace="ml")
+    hostfiles = [cm.body["data"]["hostfile"] for cm in rendered.of_kind("ConfigMap") if "hostfile" in cm.body["data"]]
+    (hostfile,) = hostfiles
+    assert hostfile.strip().splitlines() == [line.format(i=i) for i in range(4)]
+
+
+def test_mpi_key_secret_is_ssh_auth_and_not_in_values(render):
+    rendered = render(CHARTS / "horovod-mpi", set=["worker=2"])
+    (secret,) = rendered.of_kind("Secret")
+    assert secret.body["type"] == "kubernetes.io/ssh-auth"
+    assert "ssh-privatekey" in secret.body["data"]
+    assert "PRIVATE KEY" not in (CHARTS / "horovod-mpi" / "values.yaml").read_text()
+
+
+@pytest.mark.parametrize("chart", [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING])
+def test_mpi_slots_that_contradict_gpus_are_refused(chart, render):
+    with pytest.raises(RenderError) as info:
+        render(CHARTS / chart, set=["defaults.gpu.count=8", "mpi.slots=4"])
+    assert "mpi.slots" in info.value.stderr and "GPU" in info.value.stderr
