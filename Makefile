@@ -8,7 +8,7 @@ HELM3 := helm-v3.18.0
 STAMP := $(VENV)/.installed
 
 .PHONY: help setup tools test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
-        lint snapshots demo docs clean
+        lint snapshots demo docs clean repo release-check
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -56,6 +56,27 @@ snapshots: setup  ## re-record golden snapshots after an intended chart change
 docs: $(DOCS_GEN)  ## regenerate every chart README's parameter table from its values.yaml annotations
 	for chart in charts/*/; do [ -f "$$chart/README.md" ] && grep -q '@param' "$$chart/values.yaml" && \
 	  $(DOCS_GEN) --values "$$chart/values.yaml" --readme "$$chart/README.md" >/dev/null; done; true
+
+# The chart repository (README: "Using the chart repository"). Sign with a maintainer's key:
+#   make repo SIGN_KEY='dl-charts releases' KEYRING=secring.gpg [PASSPHRASE_FILE=pass.txt]
+# or try the whole flow with a throwaway key (written to build/repo-key/; never publish with it):
+#   make repo SIGN=throwaway
+REPO_DIR ?= build/repo
+REPO_URL ?= https://dl-charts.github.io/dl-charts
+SIGN ?=
+SIGN_KEY ?=
+KEYRING ?=
+PASSPHRASE_FILE ?=
+BASE ?=
+
+repo: tools  ## package every chart (dl-common vendored) into build/repo + index.yaml; sign: SIGN_KEY=.. KEYRING=.. or SIGN=throwaway
+	$(VENV)/bin/dlcharts repo build charts --out '$(REPO_DIR)' --url '$(REPO_URL)' \
+	  $(if $(SIGN_KEY),--sign-key '$(SIGN_KEY)' --keyring '$(KEYRING)') \
+	  $(if $(PASSPHRASE_FILE),--passphrase-file '$(PASSPHRASE_FILE)') \
+	  $(if $(filter throwaway,$(SIGN)),--throwaway-key build/repo-key)
+
+release-check: tools  ## version bumps vs BASE (default: merge-base with origin/main, else main), Chart.yaml schema, yamllint, appVersion, artifacthub, CHANGELOG
+	$(VENV)/bin/dlcharts release-check charts $(if $(BASE),--base '$(BASE)')
 
 clean:  ## remove the virtualenv, tools and caches
 	rm -rf $(VENV) .tools reports .pytest_cache .hypothesis

@@ -158,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("keys", nargs="*", help=f"tools to install (default all: {', '.join(toolchain.TOOLS)})")
     tools.set_defaults(func=cmd_tools)
 
+    from dlcharts.release import cli as release_cli
+
+    release_cli.register(sub)  # release-check, repo build/keygen/verify
+
     try:
         from dlcharts.cluster import cli as cluster_cli
     except ImportError:

@@ -1,0 +1,144 @@
+"""`dlcharts release-check` and `dlcharts repo ...`: the release checks and the chart repository build.
+
+Also runnable as ``python -m dlcharts.release ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dlcharts import toolchain
+from dlcharts.errors import DLChartsError
+from dlcharts.helm import find_helm
+from dlcharts.release.changes import check_version_bumps, repo_root
+from dlcharts.release.metadata import check_metadata, lint_yaml
+from dlcharts.release.repository import Signer, build_repository, throwaway_key, verify_package
+
+DEFAULT_SCHEMA = "ci/chart_schema.yaml"
+DEFAULT_YAMLLINT = ".yamllint"
+# The repository's own YAML configuration that the release check lints besides the charts' files.
+CONFIG_YAML = (".yamllint", "ci/ct.yaml", "ci/chart_schema.yaml")
+
+
+def cmd_release_check(args: argparse.Namespace) -> int:
+    from dlcharts.render import Renderer
+
+    charts_dir = Path(args.path)
+    root = repo_root(charts_dir)
+    report = check_version_bumps(charts_dir, base=args.base, committed_only=args.committed)
+    print(report.render())
+    if args.versions_only:
+        return 0 if report.ok else 1
+    schema = Path(args.schema) if args.schema else root / DEFAULT_SCHEMA
+    lint_config = Path(args.yamllint_config) if args.yamllint_config else root / DEFAULT_YAMLLINT
+    for path, option in ((schema, "--schema"), (lint_config, "--yamllint-config")):
+        if not path.is_file():
+            raise DLChartsError(f"{path} does not exist; pass {option} <file> (or --versions-only)")
+    renderer = None if args.no_render else Renderer(find_helm(args.helm))
+    charts = sorted(p.parent for p in charts_dir.glob("*/Chart.yaml"))
+    problems = [str(p) for p in check_metadata(charts, schema, lint_config, renderer)]
+    own = [root / f for f in CONFIG_YAML if (root / f).is_file()]
+    problems += [f"[yamllint] {message}" for _, message in lint_yaml(own, lint_config, root)]
+    for problem in problems:
+        print(f"FAIL {problem}")
+    print(f"metadata check ({len(charts)} charts): " + ("ok" if not problems else f"{len(problems)} problem(s)"))
+    return 0 if report.ok and not problems else 1
+
+
+def _signer(args: argparse.Namespace) -> tuple[Signer | None, Path | None]:
+    if args.throwaway_key:
+        key = throwaway_key(Path(args.throwaway_key))
+        print(f"throwaway key {key.fingerprint} in {args.throwaway_key} (verify with --keyring {key.public_keyring})")
+        return key.signer, key.public_keyring
+    if args.sign_key:
+        if not args.keyring:
+            raise DLChartsError("--sign-key needs --keyring <secret keyring file> (gpg --export-secret-keys > file)")
+        passphrase = Path(args.passphrase_file) if args.passphrase_file else None
+        return Signer(args.sign_key, Path(args.keyring), passphrase), None
+    return None, None
+
+
+def cmd_repo_build(args: argparse.Namespace) -> int:
+    signer, public = _signer(args)
+    built = build_repository(
+        Path(args.path), Path(args.out), url=args.url or None, signer=signer, helm=find_helm(args.helm),
+        merge=Path(args.merge) if args.merge else None, only=args.chart or None,
+    )  # fmt: skip
+    for package in built.packages:
+        signed = f" + {package.provenance.name}" if package.provenance else ""
+        print(f"{package.name} {package.version}: {package.path}{signed}")
+    print(f"index: {built.index}")
+    if public is not None:
+        for package in built.packages:
+            print(verify_package(package.path, public, find_helm(args.helm)).strip())
+    return 0
+
+
+def cmd_repo_keygen(args: argparse.Namespace) -> int:
+    key = throwaway_key(Path(args.dir))
+    print(f"fingerprint: {key.fingerprint}")
+    print(f"sign with:   --sign-key {key.signer.key!r} --keyring {key.signer.keyring}")
+    print(f"verify with: --keyring {key.public_keyring}  (armored: {key.armored})")
+    return 0
+
+
+def cmd_repo_verify(args: argparse.Namespace) -> int:
+    for package in args.packages:
+        print(verify_package(Path(package), Path(args.keyring), find_helm(args.helm)).strip())
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``release-check`` and ``repo`` to the ``dlcharts`` command's subparsers."""
+    helm_help = f"pinned helm to use ({', '.join(toolchain.HELM_MATRIX)}); $HELM_BIN overrides"
+    check = sub.add_parser("release-check", help="version bumps vs a base ref, Chart.yaml schema, yamllint, "
+                           "appVersion, artifacthub annotations, CHANGELOG")  # fmt: skip
+    check.add_argument("path", nargs="?", default="charts", help="folder of charts (default: charts)")
+    check.add_argument("--base", help="git ref to compare with (default: merge-base with origin/main, else main)")
+    check.add_argument("--committed", action="store_true", help="compare HEAD only, ignoring uncommitted changes")
+    check.add_argument("--schema", help=f"yamale schema for Chart.yaml (default: <repo>/{DEFAULT_SCHEMA})")
+    check.add_argument("--yamllint-config", help=f"yamllint config (default: <repo>/{DEFAULT_YAMLLINT})")
+    check.add_argument("--versions-only", action="store_true", help="only the version-bump check")
+    check.add_argument("--no-render", action="store_true", help="skip the checks that render charts with helm")
+    check.add_argument("--helm", help=helm_help)
+    check.set_defaults(func=cmd_release_check)
+
+    repo = sub.add_parser("repo", help="build, sign and verify a Helm chart repository")
+    repo_sub = repo.add_subparsers(dest="repo_command", required=True)
+    build = repo_sub.add_parser("build", help="package every chart (dependencies vendored) and write index.yaml")
+    build.add_argument("path", nargs="?", default="charts", help="folder of charts (default: charts)")
+    build.add_argument("--out", default="build/repo", help="output folder (default: build/repo)")
+    build.add_argument("--url", help="base URL the repository is served from (index.yaml URLs); default relative")
+    build.add_argument("--merge", help="existing index.yaml whose entries to keep (publishing next to old versions)")
+    build.add_argument("--chart", action="append", help="only this chart folder (repeatable)")
+    build.add_argument("--sign-key", help="key name or id to sign with (helm package --sign --key)")
+    build.add_argument("--keyring", help="secret keyring holding it, legacy format (gpg --export-secret-keys)")
+    build.add_argument("--passphrase-file", help="file with the key's passphrase ('-' reads stdin)")
+    build.add_argument("--throwaway-key", metavar="DIR", help="sign with a fresh throwaway key written into DIR")
+    build.add_argument("--helm", help=helm_help)
+    build.set_defaults(func=cmd_repo_build)
+
+    keygen = repo_sub.add_parser("keygen", help="a throwaway signing key (tests, CI, trying the flow)")
+    keygen.add_argument("dir", help="folder for secring.gpg, pubring.gpg, pubkey.asc")
+    keygen.set_defaults(func=cmd_repo_keygen)
+
+    verify = repo_sub.add_parser("verify", help="helm verify packages against a public keyring")
+    verify.add_argument("packages", nargs="+")
+    verify.add_argument("--keyring", required=True, help="public keyring (gpg --export > pubring.gpg)")
+    verify.add_argument("--helm", help=helm_help)
+    verify.set_defaults(func=cmd_repo_verify)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlcharts.release", description=__doc__)
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except DLChartsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
