@@ -9,54 +9,48 @@ from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
 
 
+@pytest.fixture(autouse=True)
+def _fresh_helm_lookup():
+    """find_helm is memoized; each test sees its own environment."""
+    helm_mod.find_helm.cache_clear()
+    yield
+    helm_mod.find_helm.cache_clear()
+
+
 def test_installed_binaries_match_their_pins():
     for key, tool in toolchain.TOOLS.items():
         path = toolchain.binary_path(key)
         assert toolchain.sha256_of(path) == tool.sha256, key
 
 
-def test_pinned_helms_report_their_versions():
-    for key in toolchain.HELM_MATRIX:
-        helm_mod.find_helm.cache_clear()
-        assert helm_mod.find_helm(key).version == toolchain.TOOLS[key].version
+@pytest.mark.parametrize("key", toolchain.HELM_MATRIX)
+def test_pinned_helms_report_their_versions(key):
+    assert helm_mod.find_helm(key).version == toolchain.TOOLS[key].version
 
 
 def test_missing_pinned_helm_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path))
-    helm_mod.find_helm.cache_clear()
     with pytest.raises(ToolchainError, match="make setup"):
         helm_mod.find_helm("helm-v4.3.1")
-    helm_mod.find_helm.cache_clear()
 
 
-def test_helm_bin_override_must_exist(monkeypatch):
-    monkeypatch.setenv("HELM_BIN", "/nonexistent/helm")
-    helm_mod.find_helm.cache_clear()
-    with pytest.raises(ToolchainError, match="HELM_BIN='/nonexistent/helm' is not a file"):
-        helm_mod.find_helm()
-    helm_mod.find_helm.cache_clear()
-
-
-def test_helm_bin_that_is_not_helm_is_refused(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        (None, "is not a file"),
+        ("echo 'I am not helm'", "does not look like helm"),
+        ("echo 'version.BuildInfo{Version:\"v3.12.0\", GitCommit:\"\"}'", "needs helm >= v3.18.0"),
+    ],
+    ids=["missing", "not-helm", "too-old"],
+)
+def test_bad_helm_bin_is_a_clear_error(script, message, tmp_path, monkeypatch):
     fake = tmp_path / "helm"
-    fake.write_text("#!/bin/sh\necho 'I am not helm'\n")
-    fake.chmod(0o755)
+    if script is not None:
+        fake.write_text(f"#!/bin/sh\n{script}\n")
+        fake.chmod(0o755)
     monkeypatch.setenv("HELM_BIN", str(fake))
-    helm_mod.find_helm.cache_clear()
-    with pytest.raises(ToolchainError, match="does not look like helm"):
+    with pytest.raises(ToolchainError, match=message):
         helm_mod.find_helm()
-    helm_mod.find_helm.cache_clear()
-
-
-def test_old_helm_bin_is_refused(tmp_path, monkeypatch):
-    fake = tmp_path / "helm"
-    fake.write_text('#!/bin/sh\necho \'version.BuildInfo{Version:"v3.12.0", GitCommit:""}\'\n')
-    fake.chmod(0o755)
-    monkeypatch.setenv("HELM_BIN", str(fake))
-    helm_mod.find_helm.cache_clear()
-    with pytest.raises(ToolchainError, match="needs helm >= v3.18.0"):
-        helm_mod.find_helm()
-    helm_mod.find_helm.cache_clear()
 
 
 def _fake_wheel(path, helm_bytes):
