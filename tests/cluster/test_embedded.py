@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
-from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, poll_until
+from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll_until
+from dlcharts.errors import ClusterError
 
 pytestmark = pytest.mark.cluster
 
@@ -51,13 +52,14 @@ def job_condition(batch: Any, ns: str, name: str) -> str | None:
 
 def test_api_server_answers_with_the_pinned_version(embedded_cluster: ClusterHandle, api: Any) -> None:
     assert embedded_cluster.server.startswith("https://127.0.0.1:")
-    version = client.VersionApi(api).get_code()
+    version: Any = client.VersionApi(api).get_code()
     assert version.git_version == KUBERNETES_VERSION
     assert embedded_cluster.kubeconfig.is_file()
 
 
 def test_nodes_are_ready_with_gpus(api: Any) -> None:
-    nodes = {n.metadata.name: n for n in client.CoreV1Api(api).list_node().items}
+    core: Any = client.CoreV1Api(api)
+    nodes = {n.metadata.name: n for n in core.list_node().items}
     gpu_nodes = [n for n in nodes.values() if n.metadata.labels.get("nvidia.com/gpu.present") == "true"]
     cpu_nodes = [n for n in nodes.values() if GPU not in (n.status.allocatable or {})]
     assert len(gpu_nodes) == 4
@@ -71,8 +73,8 @@ def test_nodes_are_ready_with_gpus(api: Any) -> None:
 
 
 def test_job_with_two_completions_completes(api: Any, namespace: str) -> None:
-    batch = client.BatchV1Api(api)
-    core = client.CoreV1Api(api)
+    batch: Any = client.BatchV1Api(api)
+    core: Any = client.CoreV1Api(api)
     job = {
         "metadata": {"name": "two"},
         "spec": {
@@ -102,7 +104,7 @@ def test_job_with_two_completions_completes(api: Any, namespace: str) -> None:
 
 
 def test_too_many_gpus_stays_pending_with_the_schedulers_reason(api: Any, namespace: str) -> None:
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)
     core.create_namespaced_pod(namespace, {"metadata": {"name": "greedy"}, "spec": pod_spec(gpus=9)})
 
     def failed_scheduling() -> str | None:
@@ -119,16 +121,17 @@ def test_too_many_gpus_stays_pending_with_the_schedulers_reason(api: Any, namesp
 
 
 def test_privileged_pod_is_rejected_by_pod_security_restricted(api: Any, namespace: str) -> None:
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)
     container = restricted_container()
     container["securityContext"] = {"privileged": True}
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod(
             namespace, {"metadata": {"name": "priv"}, "spec": {"restartPolicy": "Never", "containers": [container]}}
         )
+    body = str(err.value.body)
     assert err.value.status == 403
-    assert "violates PodSecurity" in err.value.body
-    assert "restricted" in err.value.body
+    assert "violates PodSecurity" in body
+    assert "restricted" in body
     # the compliant twin is admitted
     core.create_namespaced_pod(namespace, {"metadata": {"name": "fine"}, "spec": pod_spec()})
 
@@ -136,8 +139,8 @@ def test_privileged_pod_is_rejected_by_pod_security_restricted(api: Any, namespa
 def test_daemonset_lands_on_gpu_nodes_and_keeps_running(
     embedded_cluster: ClusterHandle, api: Any, namespace: str
 ) -> None:
-    apps = client.AppsV1Api(api)
-    core = client.CoreV1Api(api)
+    apps: Any = client.AppsV1Api(api)
+    core: Any = client.CoreV1Api(api)
     labels = {"app": "agent"}
     apps.create_namespaced_daemon_set(
         namespace,
@@ -157,7 +160,7 @@ def test_daemonset_lands_on_gpu_nodes_and_keeps_running(
     )
 
     def all_running() -> list[Any] | None:
-        pods = core.list_namespaced_pod(namespace, label_selector="app=agent").items
+        pods: list[Any] = core.list_namespaced_pod(namespace, label_selector="app=agent").items
         if len(pods) == 4 and all(p.status.phase == "Running" for p in pods):
             return pods
         return None
@@ -171,9 +174,9 @@ def test_daemonset_lands_on_gpu_nodes_and_keeps_running(
 
 
 def test_service_gets_endpoint_slices_from_the_controller_manager(api: Any, namespace: str) -> None:
-    apps = client.AppsV1Api(api)
-    core = client.CoreV1Api(api)
-    discovery = client.DiscoveryV1Api(api)
+    apps: Any = client.AppsV1Api(api)
+    core: Any = client.CoreV1Api(api)
+    discovery: Any = client.DiscoveryV1Api(api)
     labels = {"app": "web"}
     apps.create_namespaced_deployment(
         namespace,
@@ -201,7 +204,7 @@ def test_service_gets_endpoint_slices_from_the_controller_manager(api: Any, name
 
 
 def test_simulated_failure_fails_the_job(api: Any, namespace: str) -> None:
-    batch = client.BatchV1Api(api)
+    batch: Any = client.BatchV1Api(api)
     template = {"metadata": {"annotations": {"dlcharts.io/simulate": "fail"}}, "spec": pod_spec()}
     batch.create_namespaced_job(
         namespace, {"metadata": {"name": "doomed"}, "spec": {"backoffLimit": 0, "template": template}}
@@ -210,7 +213,7 @@ def test_simulated_failure_fails_the_job(api: Any, namespace: str) -> None:
 
 
 def test_simulated_image_pull_error(api: Any, namespace: str) -> None:
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)
     core.create_namespaced_pod(
         namespace,
         {
@@ -282,3 +285,43 @@ def _decode_host(hex_host: str, v6: bool) -> str:
     if addr.ipv4_mapped:
         return str(addr.ipv4_mapped)
     return f"[{addr}]"
+
+
+def test_failed_start_leaves_no_processes_but_keeps_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = EmbeddedCluster(ClusterConfig(name="dlcharts-failing"))
+    seen: dict[str, int] = {}
+
+    def broken_nodes() -> None:
+        seen.update(embedded._component_pids(cluster.state_dir))
+        raise ClusterError("simulated node failure")
+
+    monkeypatch.setattr(cluster, "_ensure_nodes", broken_nodes)
+    with pytest.raises(ClusterError, match="simulated node failure") as err:
+        cluster.start()
+    assert "component logs kept in" in str(err.value)
+    kept = cluster.run_dir / "dlcharts-failing-failed-logs"
+    assert (kept / "kube-apiserver.log").is_file()
+    assert not cluster.state_dir.exists()
+    assert not cluster.is_running()
+    assert len(seen) == 5
+    assert [name for name, pid in seen.items() if embedded._alive(pid)] == []
+
+
+def test_simulated_crash_loop(api: Any, namespace: str) -> None:
+    core: Any = client.CoreV1Api(api)
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "crashy", "annotations": {"dlcharts.io/simulate": "crash-loop"}},
+            "spec": pod_spec(restart="Always"),
+        },
+    )
+
+    def crash_looping() -> Any:
+        statuses = core.read_namespaced_pod("crashy", namespace).status.container_statuses or []
+        waiting = [s for s in statuses if s.state and s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff"]
+        return waiting[0] if waiting else None
+
+    status = poll_until(crash_looping, 60, "pod crashy to report CrashLoopBackOff")
+    assert status.restart_count > 0
+    assert status.last_state.terminated.exit_code == 1

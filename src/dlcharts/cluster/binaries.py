@@ -1,0 +1,149 @@
+"""The control plane's pinned binaries: where they live, whether they are there, and how to build them.
+
+Versions are pinned in ``versions.env`` beside this file, which ``ci/build-control-plane.sh`` sources
+too. Binaries live in ``$DLCHARTS_CACHE/bin/<name>-<version>/<name>`` (``DLCHARTS_CACHE`` defaults to
+``~/.cache/dlcharts``), outside the repository, and are built from Go modules by that script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from pathlib import Path
+
+from dlcharts.errors import ClusterError
+
+_HERE = Path(__file__).resolve().parent
+VERSIONS_FILE = _HERE / "versions.env"
+
+#: binary name -> key of its version in versions.env
+_COMPONENTS: dict[str, str] = {
+    "kube-apiserver": "KUBERNETES_VERSION",
+    "kube-controller-manager": "KUBERNETES_VERSION",
+    "kube-scheduler": "KUBERNETES_VERSION",
+    "kwok": "KWOK_VERSION",
+    "kwokctl": "KWOK_VERSION",
+    "etcd": "ETCD_VERSION",
+}
+BINARY_NAMES: tuple[str, ...] = tuple(_COMPONENTS)
+
+
+def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
+    """Parse versions.env (``KEY=value`` lines, ``#`` comments) into a dict."""
+    versions: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ClusterError(f"{path}: line {raw!r} is not KEY=value")
+        versions[key.strip()] = value.strip().strip("\"'")
+    missing = sorted(set(_COMPONENTS.values()) - versions.keys())
+    if missing:
+        raise ClusterError(f"{path}: no pin for {', '.join(missing)}")
+    return versions
+
+
+VERSIONS: dict[str, str] = read_versions()
+KUBERNETES_VERSION = VERSIONS["KUBERNETES_VERSION"]
+KWOK_VERSION = VERSIONS["KWOK_VERSION"]
+ETCD_VERSION = VERSIONS["ETCD_VERSION"]
+
+
+def cache_dir() -> Path:
+    """``$DLCHARTS_CACHE`` or ``~/.cache/dlcharts``: binaries under bin/, clusters under clusters/."""
+    env = os.environ.get("DLCHARTS_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "dlcharts"
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    name: str
+    version: str
+    path: Path
+
+    @property
+    def present(self) -> bool:
+        return self.path.is_file() and os.access(self.path, os.X_OK)
+
+
+def binary(name: str, cache: Path | None = None) -> Binary:
+    """The pinned binary ``name`` (one of BINARY_NAMES) and where it lives in the cache."""
+    if name not in _COMPONENTS:
+        raise ClusterError(f"unknown control-plane binary {name!r}; known: {', '.join(BINARY_NAMES)}")
+    version = VERSIONS[_COMPONENTS[name]]
+    root = cache if cache is not None else cache_dir()
+    return Binary(name, version, root / "bin" / f"{name}-{version}" / name)
+
+
+def pinned_binaries(cache: Path | None = None) -> dict[str, Binary]:
+    return {name: binary(name, cache) for name in BINARY_NAMES}
+
+
+def build_script() -> Path:
+    """ci/build-control-plane.sh of the checkout this package runs from (``$DLCHARTS_REPO`` overrides)."""
+    candidates = []
+    if os.environ.get("DLCHARTS_REPO"):
+        candidates.append(Path(os.environ["DLCHARTS_REPO"]))
+    candidates.append(_HERE.parents[2])  # src/dlcharts/cluster -> repository root
+    for root in candidates:
+        script = root / "ci" / "build-control-plane.sh"
+        if script.is_file():
+            return script
+    raise ClusterError(
+        "ci/build-control-plane.sh not found (looked under "
+        + ", ".join(str(c) for c in candidates)
+        + "); run from a dl-charts checkout or set DLCHARTS_REPO to one"
+    )
+
+
+def build_command() -> str:
+    """The shell command a person runs to build the binaries."""
+    try:
+        return str(build_script())
+    except ClusterError:
+        return "ci/build-control-plane.sh (in a dl-charts checkout)"
+
+
+def require_binaries(cache: Path | None = None) -> dict[str, Path]:
+    """Paths of every binary; ClusterError naming each missing one and the command that builds it."""
+    found = pinned_binaries(cache)
+    missing = [b for b in found.values() if not b.present]
+    if missing:
+        lines = "\n".join(f"  {b.name} {b.version}: expected at {b.path}" for b in missing)
+        raise ClusterError(
+            f"the embedded control plane is missing {len(missing)} binar{'y' if len(missing) == 1 else 'ies'}:\n"
+            f"{lines}\n"
+            f"build them once (about 13 minutes on 2 cores, cached afterwards) with:\n"
+            f"  {build_command()}\n"
+            f"or from Python: dlcharts.cluster.build_binaries()"
+        )
+    return {name: b.path for name, b in found.items()}
+
+
+def build_binaries(names: list[str] | None = None, *, log: Path | None = None) -> dict[str, Path]:
+    """Build (or reuse) the pinned binaries with ci/build-control-plane.sh; return their paths.
+
+    Output goes to ``log`` when given (else it is inherited). Raises ClusterError if the build fails.
+    """
+    script = build_script()
+    cmd = ["bash", str(script), *(names or [])]
+    env = dict(os.environ)
+    env.setdefault("DLCHARTS_CACHE", str(cache_dir()))
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as fh:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=fh, env=env, check=False)
+    else:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=env, check=False)
+    if proc.returncode != 0:
+        where = f"; see {log}" if log is not None else ""
+        raise ClusterError(f"{script} failed with exit code {proc.returncode}{where}")
+    paths: dict[str, Path] = {}
+    for line in proc.stdout.decode().splitlines():
+        name, _, path = line.partition(" ")
+        if name in _COMPONENTS and path:
+            paths[name] = Path(path)
+    return paths

