@@ -7,7 +7,7 @@ PYTEST := $(VENV)/bin/pytest
 HELM3 := helm-v3.18.0
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup tools test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
+.PHONY: help setup tools control-plane test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
         lint snapshots demo docs clean repo release-check
 
 help:  ## list targets
@@ -30,7 +30,16 @@ setup: $(STAMP) tools $(DOCS_GEN)  ## virtualenv with the harness, pinned helm/k
 tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/
 	$(PY) -m dlcharts.toolchain
 
-test: setup  ## every tier CI runs
+# Go lives in /usr/local/go/bin on the project's machines; the control-plane build needs it.
+export PATH := $(PATH):/usr/local/go/bin
+
+control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok
+	bash ci/build-control-plane.sh
+
+demo: setup control-plane  ## the main job: embedded cluster + tensorflow-dist --set worker=4; where each worker landed
+	$(VENV)/bin/dlcharts demo
+
+test: setup control-plane  ## every tier CI runs
 	$(PYTEST) tests examples -p no:cacheprovider --junitxml=reports/junit.xml
 	$(PYTEST) tests/render -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
 
@@ -45,6 +54,9 @@ test-render-helm3: setup  ## render tier under Helm 3
 
 test-properties: setup  ## property tier (hypothesis over values)
 	$(PYTEST) tests/properties
+
+test-cluster: setup control-plane  ## cluster tier (embedded control plane; every chart installed)
+	$(PYTEST) tests/cluster
 
 lint: setup  ## ruff + mypy + helm lint --strict on every scenario
 	$(VENV)/bin/ruff check src tests examples ci

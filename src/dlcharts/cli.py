@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dlcharts import toolchain
+from dlcharts.cluster import cli as cluster_cli
 from dlcharts.errors import DLChartsError
 from dlcharts.findings import Finding, report
 from dlcharts.helm import find_helm
@@ -162,12 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     release_cli.register(sub)  # release-check, repo build/keygen/verify
 
-    try:
-        from dlcharts.cluster import cli as cluster_cli
-    except ImportError:
-        pass
-    else:
-        cluster_cli.register(sub)
+    cluster_cli.register(sub)  # cluster build/up/down/status, demo
     return parser
 
 

@@ -27,11 +27,15 @@ class Helm:
     def major(self) -> int:
         return int(self.version.lstrip("v").split(".")[0])
 
-    def run(self, args: list[str], *, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """Run ``helm ARGS`` with an argv list (never a shell string); raises on failure when ``check``."""
+    def run(
+        self, args: list[str], *, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``helm ARGS`` with an argv list (never a shell string); raises on failure when ``check``.
+        ``env`` adds to (or overrides) the environment, e.g. a cluster's KUBECONFIG."""
         proc = subprocess.run(
-            [str(self.path), *args], capture_output=True, text=True, check=False, timeout=timeout, env=_helm_env()
-        )
+            [str(self.path), *args], capture_output=True, text=True, check=False, timeout=timeout,
+            env={**_helm_env(), **(env or {})},
+        )  # fmt: skip
         if check and proc.returncode != 0:
             raise ToolchainError(f"helm {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
         return proc

@@ -161,13 +161,11 @@ def snapshot(pytestconfig: pytest.Config) -> Callable[[Rendered, str], None]:
 @pytest.fixture(scope="session")
 def cluster(pytestconfig: pytest.Config) -> Iterator[Any]:
     """A running cluster for the session: the embedded control plane by default, or a kubeconfig's."""
-    try:
-        from dlcharts.cluster import providers
-    except ImportError as exc:  # pragma: no cover - the cluster package is part of this distribution
-        pytest.fail(f"dlcharts.cluster is unavailable: {exc}", pytrace=False)
+    from dlcharts.cluster.providers import open_cluster
+
     provider = pytestconfig.getoption("--dlcharts-cluster") or "embedded"
     try:
-        with providers.open_cluster(provider, kubeconfig=pytestconfig.getoption("--dlcharts-kubeconfig")) as handle:
+        with open_cluster(provider, kubeconfig=pytestconfig.getoption("--dlcharts-kubeconfig")) as handle:
             yield handle
     except DLChartsError as exc:
         pytest.fail(str(exc), pytrace=False)

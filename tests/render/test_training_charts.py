@@ -11,7 +11,7 @@ import pytest
 from dlcharts.errors import RenderError
 
 from ..conftest import CHARTS
-from .k8s_env import container_env, main_container
+from dlcharts.podenv import container_env, main_container
 
 TRAINING = ["tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist"]
 TRAINING = [c for c in TRAINING if (CHARTS / c).is_dir()]

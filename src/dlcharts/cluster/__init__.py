@@ -21,9 +21,10 @@ from dlcharts.cluster.binaries import (
     require_binaries,
 )
 from dlcharts.cluster.config import H100_LABELS, ClusterConfig, NodePool, Taint, default_node_pools
-from dlcharts.cluster.embedded import ClusterHandle, EmbeddedCluster, poll_until
+from dlcharts.cluster.embedded import ClusterAccess, ClusterHandle, EmbeddedCluster, poll_until
 
 __all__ = [
+    "ClusterAccess",
     "BINARY_NAMES",
     "ETCD_VERSION",
     "H100_LABELS",

@@ -72,19 +72,11 @@ def poll_until(check: Callable[[], T | None], timeout: float, what: str, interva
 
 
 @dataclasses.dataclass
-class ClusterHandle:
-    """A running embedded cluster: point helm/kubectl at ``kubeconfig``."""
+class ClusterAccess:
+    """Any reachable cluster, by kubeconfig: what tests and the CLI need, whatever the provider."""
 
     name: str
     kubeconfig: Path
-    server: str
-    state_dir: Path
-    reused: bool
-    start_seconds: float
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.state_dir / "logs"
 
     def env(self) -> dict[str, str]:
         """os.environ with KUBECONFIG pointing at this cluster (for helm/kubectl subprocesses)."""
@@ -93,13 +85,6 @@ class ClusterHandle:
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` for this cluster."""
         return _api(self.kubeconfig)
-
-    def pids(self) -> dict[str, int]:
-        return _component_pids(self.state_dir)
-
-    def rss_bytes(self) -> dict[str, int]:
-        """Resident memory of each control-plane process (from /proc)."""
-        return {name: _rss(pid) for name, pid in self.pids().items()}
 
     def create_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 60) -> None:
         """Create a namespace and wait until pods can be created in it (its default ServiceAccount exists)."""
@@ -138,6 +123,27 @@ class ClusterHandle:
 
             if wait:
                 poll_until(gone, timeout, f"namespace {name} to be deleted")
+
+
+@dataclasses.dataclass
+class ClusterHandle(ClusterAccess):
+    """A running embedded cluster: point helm/kubectl at ``kubeconfig``."""
+
+    server: str
+    state_dir: Path
+    reused: bool
+    start_seconds: float
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def pids(self) -> dict[str, int]:
+        return _component_pids(self.state_dir)
+
+    def rss_bytes(self) -> dict[str, int]:
+        """Resident memory of each control-plane process (from /proc)."""
+        return {name: _rss(pid) for name, pid in self.pids().items()}
 
 
 class EmbeddedCluster:

@@ -1,5 +1,5 @@
-"""What the kubelet does to a container's env before the program sees it, for tests that run the result
-through a framework's own parser: resolve the completion-index fieldRef and expand $(VAR) references."""
+"""What the kubelet does to a container's env before the program sees it: resolve the completion-index
+fieldRef and expand $(VAR) references. Used to show (demo) and to check (tests) each pod's wiring."""
 
 from __future__ import annotations
 

@@ -1,0 +1,50 @@
+"""`dlcharts cluster build|up|down|status` and `dlcharts demo`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from dlcharts.cluster.binaries import build_binaries
+from dlcharts.cluster.config import ClusterConfig
+from dlcharts.cluster.embedded import EmbeddedCluster
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    if args.action == "build":
+        for name, path in build_binaries().items():
+            print(f"{name} {path}")
+        return 0
+    cluster = EmbeddedCluster(ClusterConfig(name=args.name))
+    if args.action == "up":
+        handle = cluster.start()
+        how = "reused running cluster" if handle.reused else "started"
+        print(f"{how} {handle.name} in {handle.start_seconds:.1f}s: {handle.server}")
+        print(f"export KUBECONFIG={handle.kubeconfig}")
+        return 0
+    if args.action == "down":
+        started = time.monotonic()
+        cluster.stop()
+        print(f"stopped {args.name} in {time.monotonic() - started:.1f}s")
+        return 0
+    running = cluster.is_running()
+    print(f"{args.name}: {'running' if running else 'not running'} ({cluster.state_dir})")
+    return 0 if running else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from dlcharts.demo import run_demo
+
+    return run_demo(cluster_name=args.name, workers=args.workers)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
+    cluster.add_argument("action", choices=["build", "up", "down", "status"])
+    cluster.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
+    cluster.set_defaults(func=cmd_cluster)
+
+    demo = sub.add_parser("demo", help="embedded cluster + tensorflow-dist --set worker=N; where each worker landed")
+    demo.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
+    demo.add_argument("--workers", type=int, default=4)
+    demo.set_defaults(func=cmd_demo)
