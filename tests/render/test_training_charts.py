@@ -9,9 +9,9 @@ import os
 import pytest
 
 from dlcharts.errors import RenderError
+from dlcharts.podenv import container_env, main_container
 
 from ..conftest import CHARTS
-from dlcharts.podenv import container_env, main_container
 
 TRAINING = ["tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist"]
 TRAINING = [c for c in TRAINING if (CHARTS / c).is_dir()]
