@@ -8,7 +8,7 @@ HELM3 := helm-v3.18.0
 STAMP := $(VENV)/.installed
 
 .PHONY: help setup tools control-plane test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
-        lint snapshots demo docs clean repo release-check
+        lint snapshots demo docs clean repo release-check bench
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -58,8 +58,9 @@ test-properties: setup  ## property tier (hypothesis over values)
 test-cluster: setup control-plane  ## cluster tier (embedded control plane; every chart installed)
 	$(PYTEST) tests/cluster
 
-lint: setup  ## ruff + mypy + helm lint --strict on every scenario
-	$(VENV)/bin/ruff check src tests examples ci
+lint: setup  ## ruff (lint + format) and mypy --strict; helm lint --strict runs in the render tier
+	$(VENV)/bin/ruff check src tests examples ci bench
+	$(VENV)/bin/ruff format --check src tests examples ci bench
 	$(VENV)/bin/mypy src
 
 snapshots: setup  ## re-record golden snapshots after an intended chart change
@@ -89,6 +90,15 @@ repo: tools  ## package every chart (dl-common vendored) into build/repo + index
 
 release-check: tools  ## version bumps vs BASE (default: merge-base with origin/main, else main), Chart.yaml schema, yamllint, appVersion, artifacthub, CHANGELOG
 	$(VENV)/bin/dlcharts release-check charts $(if $(BASE),--base '$(BASE)')
+
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP) tools  ## benchmarks (validation vs kubeconform, render, scale, scheduling, test tiers) -> bench/results.md + PNGs
+	$(PY) bench/run.py
 
 clean:  ## remove the virtualenv, tools and caches
 	rm -rf $(VENV) .tools reports .pytest_cache .hypothesis

@@ -1,78 +1,116 @@
 #!/usr/bin/env python3
-"""Benchmark: render + validate cost per chart scenario (issue 2), written to bench/results-render-validate.md.
+"""Part 2: render + validate cost per chart scenario (Kubernetes 1.35.0, strict schemas).
 
-For each scenario: a cold `helm template` (no cache), a cached render (memory), strict schema validation of the
-render for one Kubernetes version, and the policies. Validators are warmed first, as a test session would.
-Usage: .venv/bin/python bench/render_validate.py [--repeat N]
+For each scenario: a cold render (the pinned helm binary, one process per render, no cache), a render served
+from the Renderer's memory cache, one served from its disk cache (a fresh Renderer reading the cached
+manifest: what a second test run pays), strict schema validation (validators compiled once, as in a test
+session) and the policies. Medians of --repeat.
+
+There is no in-process render path in dlcharts: every render runs the pinned helm binary. (Why the PyPI
+helm-python-sdk is not one: bench/results.md, "In-process rendering".)
+
+Usage: .venv/bin/python bench/render_validate.py [--repeat N] [--out bench/results-render-validate.md]
+       (run by bench/run.py with --json-only, which writes build/bench/render_validate.json instead)
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
-import subprocess
-import time
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
-from dlcharts.helm import find_helm
-from dlcharts.policies import run_policies
-from dlcharts.render import Renderer
-from dlcharts.schemas import validate_objects
-from dlcharts.suite import KUBE_VERSIONS, all_scenarios
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+from dlcharts.helm import find_helm  # noqa: E402
+from dlcharts.policies import run_policies  # noqa: E402
+from dlcharts.render import Renderer  # noqa: E402
+from dlcharts.schemas import validate_objects  # noqa: E402
+from dlcharts.suite import KUBE_VERSIONS, all_scenarios  # noqa: E402
 
 
-def timed(fn, repeat: int) -> tuple[float, object]:
-    samples, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), result
+def measure(repeat: int) -> dict[str, Any]:
+    helm = find_helm()
+    version = KUBE_VERSIONS[-1]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="dlcharts-bench-") as tmp:
+        for scenario in all_scenarios(common.ROOT / "charts"):
+            request = scenario.request(version)
+            Renderer(helm).ensure_dependencies(scenario.chart)
+            load = common.load()["1m"]
+            cold, rendered = common.timed(lambda: Renderer(helm).render(request), repeat)  # noqa: B023
+            warm = Renderer(helm)
+            warm.render(request)
+            memory, _ = common.timed(lambda: warm.render(request), repeat)  # noqa: B023
+            disk_dir = Path(tmp) / scenario.id.replace("/", "_")
+            Renderer(helm, cache_dir=disk_dir).render(request)
+            disk, _ = common.timed(lambda: Renderer(helm, cache_dir=disk_dir).render(request), repeat)  # noqa: B023
+            validate_objects(rendered, version)  # compile validators once, as a session does
+            schema, findings = common.timed(lambda: validate_objects(rendered, version), repeat)  # noqa: B023
+            policy, _ = common.timed(lambda: run_policies(rendered), repeat)  # noqa: B023
+            rows.append(
+                {
+                    "scenario": scenario.id,
+                    "objects": len(rendered),
+                    "bytes": len(rendered.text.encode()),
+                    "cold": common.median(cold),
+                    "memory": common.median(memory),
+                    "disk": common.median(disk),
+                    "schema": common.median(schema),
+                    "policies": common.median(policy),
+                    "findings": len(findings),
+                    "load_1m": load,
+                }
+            )
+            print(f"render_validate: {scenario.id}: cold {common.median(cold) * 1e3:.0f} ms", flush=True)
+    return {"rows": rows, "repeat": repeat, "kube_version": version, "helm": helm.version}
+
+
+def table(data: dict[str, Any]) -> list[str]:
+    lines = [
+        "| scenario | objects | cold: helm process ms | memory cache ms | disk cache ms | schema validation ms "
+        "| policies ms | load 1m |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in data["rows"]:
+        lines.append(
+            f"| {r['scenario']} | {r['objects']} | {r['cold'] * 1e3:.0f} | {r['memory'] * 1e3:.2f} | "
+            f"{r['disk'] * 1e3:.2f} | {r['schema'] * 1e3:.2f} | {r['policies'] * 1e3:.2f} | {r['load_1m']:.2f} |"
+        )
+    rows = data["rows"]
+    objects = sum(r["objects"] for r in rows)
+    lines += [
+        "",
+        f"Totals over {len(rows)} scenarios ({objects} objects): cold renders {sum(r['cold'] for r in rows):.2f} s, "
+        f"memory-cached {sum(r['memory'] for r in rows) * 1e3:.1f} ms, disk-cached "
+        f"{sum(r['disk'] for r in rows) * 1e3:.1f} ms, schema validation {sum(r['schema'] for r in rows) * 1e3:.1f} ms "
+        f"({sum(r['schema'] for r in rows) / max(objects, 1) * 1e6:.0f} µs per object), policies "
+        f"{sum(r['policies'] for r in rows) * 1e3:.1f} ms.",
+    ]
+    return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results-render-validate.md")
+    parser.add_argument("--out", type=Path, default=common.BENCH / "results-render-validate.md")
+    parser.add_argument("--json-only", action="store_true", help="write build/bench/render_validate.json only")
     args = parser.parse_args()
-    helm = find_helm()
-    version = KUBE_VERSIONS[-1]
-    rows = []
-    for scenario in all_scenarios(ROOT / "charts"):
-        request = scenario.request(version)
-        Renderer(helm).ensure_dependencies(scenario.chart)
-        cold, rendered = timed(lambda: Renderer(helm).render(request), args.repeat)  # noqa: B023
-        warm_renderer = Renderer(helm)
-        warm_renderer.render(request)
-        cached, _ = timed(lambda: warm_renderer.render(request), args.repeat)  # noqa: B023
-        validate_objects(rendered, version)  # compile validators once, as a session does
-        schema, _ = timed(lambda: validate_objects(rendered, version), args.repeat)  # noqa: B023
-        policy, _ = timed(lambda: run_policies(rendered), args.repeat)  # noqa: B023
-        rows.append((scenario.id, len(rendered), cold, cached, schema, policy))
-    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
-                         text=True).stdout.strip()  # fmt: skip
+    data = measure(args.repeat)
+    common.save("render_validate", data)
+    if args.json_only:
+        return 0
+    info = common.machine()
     lines = [
         "# Render + validate cost per scenario",
         "",
-        f"Machine: {platform.machine()}, {cpu}, {len(__import__('os').sched_getaffinity(0))} cores; "
-        f"Python {platform.python_version()}; helm {helm.version}; schemas Kubernetes {version} (strict).",
+        f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}; helm {data['helm']}; "
+        f"schemas Kubernetes {data['kube_version']} (strict).",
         f"Command: `.venv/bin/python bench/render_validate.py --repeat {args.repeat}` (median of {args.repeat}).",
         "",
-        "| scenario | objects | helm template (cold) ms | cached render ms | schema validation ms | policies ms |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for sid, n, cold, cached, schema, policy in rows:
-        lines.append(f"| {sid} | {n} | {cold * 1e3:.1f} | {cached * 1e3:.3f} | {schema * 1e3:.2f} | {policy * 1e3:.2f} |")
-    total_objects = sum(r[1] for r in rows)
-    lines += [
-        "",
-        f"Totals over {len(rows)} scenarios: {total_objects} objects; cold render {sum(r[2] for r in rows):.2f} s, "
-        f"validation {sum(r[4] for r in rows) * 1e3:.1f} ms "
-        f"({sum(r[4] for r in rows) / max(total_objects, 1) * 1e3:.3f} ms per object), "
-        f"policies {sum(r[5] for r in rows) * 1e3:.1f} ms.",
+        *table(data),
         "",
     ]
     args.out.write_text("\n".join(lines))

@@ -4,6 +4,12 @@ Kubernetes schemas come from the strict schema sets that the `kubernetes-validat
 minor version (nothing is fetched at run time). CRD schemas are converted from the projects' published
 CRDs by ci/crds/convert_crds.py and ship inside this package. A validator is compiled once per
 (schema set, apiVersion, kind) and reused; every error of an object is reported, not only the first.
+
+Speed: each object is first checked with a compiled jsonschema-rs validator (Rust, ~100x faster than the
+pure-Python engine; bench/results.md). Only an object it rejects goes through `jsonschema`'s ``iter_errors``,
+which produces the detailed findings, so the report is the same as with `jsonschema` alone. Where
+jsonschema-rs is not installed, cannot compile a schema, or cannot take an object (e.g. a YAML timestamp or a
+non-string key), the `jsonschema` path is used for it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ from referencing.jsonschema import DRAFT202012
 from dlcharts.errors import SchemaError
 from dlcharts.findings import Finding, format_path
 from dlcharts.render import K8sObject
+
+_jsonschema_rs: Any
+try:  # optional fast engine; `jsonschema` stays the reference and produces every error message
+    import jsonschema_rs as _jsonschema_rs
+except ImportError:  # pragma: no cover - exercised only where jsonschema-rs is missing
+    _jsonschema_rs = None
 
 _DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 _SET_RE = re.compile(r"^v(\d+)\.(\d+)\.0-local-strict$")
@@ -106,9 +118,51 @@ def validator_for(schema_set: str, api_version: str, kind: str) -> jsonschema.pr
     return jsonschema.Draft202012Validator(schema, registry=_registry(schema_set))
 
 
+def _refuse_fetch(uri: str) -> Any:
+    raise SchemaError(f"schema reference {uri} is not bundled; validation never fetches")
+
+
+@functools.cache
+def _rs_registry(schema_set: str) -> Any:
+    defs = json.loads((_schema_root() / schema_set / "_definitions.json").read_text())
+    return _jsonschema_rs.Registry([(_DEFINITIONS_URI, defs)], retriever=_refuse_fetch)
+
+
+@functools.cache
+def _fast_validator_for(schema_set: str, api_version: str, kind: str) -> Any:
+    """A jsonschema-rs validator for the same schema as :func:`validator_for`, or None (then `jsonschema` alone).
+
+    Formats are not asserted (as with `jsonschema` without a format checker) and nothing is fetched.
+    """
+    if _jsonschema_rs is None:
+        return None
+    reference = validator_for(schema_set, api_version, kind)
+    if reference is None:
+        return None
+    try:
+        if isinstance(reference, jsonschema.Draft7Validator):
+            return _jsonschema_rs.Draft7Validator(reference.schema, validate_formats=False, retriever=_refuse_fetch)
+        return _jsonschema_rs.Draft202012Validator(
+            reference.schema, validate_formats=False, registry=_rs_registry(schema_set), retriever=_refuse_fetch
+        )
+    except Exception:  # noqa: BLE001 - any schema it cannot compile is validated by `jsonschema` alone
+        return None
+
+
+def _fast_is_valid(fast: Any, body: Any) -> bool:
+    """True when jsonschema-rs accepts the object; False when it rejects it or cannot take it."""
+    try:
+        return bool(fast.is_valid(body))
+    except Exception:  # noqa: BLE001 - e.g. a YAML timestamp or a non-string key; let `jsonschema` judge
+        return False
+
+
 def validate_object(obj: K8sObject, kube_version: str) -> list[Finding]:
     """Every schema error of one object, each with its field path and source template."""
     schema_set = schema_set_for(kube_version)
+    fast = _fast_validator_for(schema_set, obj.key.api_version, obj.kind)
+    if fast is not None and _fast_is_valid(fast, obj.body):
+        return []
     validator = validator_for(schema_set, obj.key.api_version, obj.kind)
     if validator is None:
         return [
