@@ -39,7 +39,7 @@ def test_missing_pinned_helm_names_the_fix(tmp_path, monkeypatch):
     [
         (None, "is not a file"),
         ("echo 'I am not helm'", "does not look like helm"),
-        ("echo 'version.BuildInfo{Version:\"v3.12.0\", GitCommit:\"\"}'", "needs helm >= v3.18.0"),
+        ('echo \'version.BuildInfo{Version:"v3.12.0", GitCommit:""}\'', "needs helm >= v3.18.0"),
     ],
     ids=["missing", "not-helm", "too-old"],
 )
