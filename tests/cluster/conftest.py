@@ -38,3 +38,38 @@ def namespace(embedded_cluster: ClusterHandle) -> Iterator[str]:
     embedded_cluster.create_namespace(name, {"pod-security.kubernetes.io/enforce": "restricted"})
     yield name
     embedded_cluster.delete_namespace(name, wait=False)
+
+
+# ----- the chart tier (test_charts.py, test_behaviour.py) ---------------------------------------------------
+# These use the dlcharts plugin's `cluster` fixture (embedded by default; --dlcharts-cluster to change).
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Any) -> Iterator[Any]:
+    """A raw-JSON client (dlcharts.install.Kube) for the session's cluster, used by one session at a time
+    (cluster_env.exclusive_use: concurrent sessions would take each other's GPUs)."""
+    import cluster_env
+
+    from dlcharts.install import Kube
+
+    with cluster_env.exclusive_use(cluster.kubeconfig), Kube.from_kubeconfig(cluster.kubeconfig) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def chart_cluster(cluster: Any, kube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session's cluster with what the chart scenarios need beyond its defaults (see cluster_env.py):
+    CRDs built from src/dlcharts/crds/ (left installed, see cluster_env.ensure_crds), the stand-in gang
+    scheduler and the PriorityClass training-high (both removed at the end of the session).
+
+    On a cluster that is not kwok-based (--dlcharts-cluster kubeconfig pointing at real nodes) only the
+    PriorityClass is added: CRDs and gang schedulers are that cluster's own business there."""
+    import cluster_env
+
+    workdir = tmp_path_factory.mktemp("chart-cluster")
+    with contextlib.ExitStack() as stack:
+        if cluster_env.is_kwok_cluster(kube):
+            cluster_env.ensure_crds(kube, cluster_env.all_crds())
+            stack.enter_context(cluster_env.stand_in_scheduler(cluster.kubeconfig, workdir))
+        stack.enter_context(cluster_env.priority_classes(kube))
+        yield cluster
