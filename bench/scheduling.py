@@ -16,9 +16,9 @@ Pod counts are read with the API server's Table format (one small row per pod, w
 polled every --interval seconds.
 
 With --controller-qps N the cluster's kube-controller-manager and kube-scheduler get --kube-api-qps=N
---kube-api-burst=2N (defaults 20/30 and 50/100: the client-side rate limits that pace the Job controller's
-pod creation and the scheduler's bindings): an experiment that patches the kwokctl configuration
-dlcharts.cluster writes (through its private _kwokctl_config), saved as build/bench/scheduling_qps<N>.json.
+--kube-api-burst=2N (ClusterConfig.api_qps; the embedded cluster's default is 200, the components' own is 20):
+the client-side rate limits that pace the Job controller's pod creation and the scheduler's bindings. Saved as
+build/bench/scheduling_qps<N>.json.
 
 Usage: .venv/bin/python bench/scheduling.py [--workers 8,64,512,1000] [--nodes 125] [--controller-qps 200]
 """
@@ -166,27 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(w) for w in args.workers.split(",")]
     nodes = args.nodes or math.ceil(max(sizes) / 8)
     pool = NodePool(name="gpu", count=nodes, gpus=8, cpu="192", memory="2Ti", labels=dict(H100_LABELS))
-    config = ClusterConfig(name=CLUSTER, node_pools=(pool,), pod_run_seconds=3600, start_timeout=600)
+    qps = args.controller_qps or ClusterConfig.api_qps
+    config = ClusterConfig(name=CLUSTER, node_pools=(pool,), pod_run_seconds=3600, start_timeout=600, api_qps=qps)
     cluster = EmbeddedCluster(config)
-    if args.controller_qps:
-        qps = args.controller_qps
-
-        class FasterControllers(EmbeddedCluster):
-            def _kwokctl_config(self, paths: dict[str, Path]) -> list[dict[str, Any]]:
-                docs = super()._kwokctl_config(paths)
-                for component in ("kube-controller-manager", "kube-scheduler"):
-                    docs[0].setdefault("componentsPatches", []).append(
-                        {
-                            "name": component,
-                            "extraArgs": [
-                                {"key": "kube-api-qps", "value": str(qps)},
-                                {"key": "kube-api-burst", "value": str(2 * qps)},
-                            ],
-                        }
-                    )
-                return docs
-
-        cluster = FasterControllers(config)
     cluster.stop()  # a leftover "bench" cluster from an interrupted run
     result: dict[str, Any] = {
         "nodes": nodes,

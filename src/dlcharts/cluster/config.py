@@ -100,6 +100,7 @@ class ClusterConfig:
     start_timeout:     seconds to wait for the control plane, nodes and default ServiceAccount.
     cache:             overrides ``$DLCHARTS_CACHE``.
     pod_cidr:          the range kwok hands fake pod IPs out of (never routed anywhere).
+    api_qps:           --kube-api-qps of kube-controller-manager and kube-scheduler (burst is twice this).
     """
 
     name: str = "dlcharts"
@@ -108,8 +109,13 @@ class ClusterConfig:
     start_timeout: float = 300.0
     cache: Path | None = None
     pod_cidr: str = "10.0.0.1/16"
+    # kube-controller-manager and kube-scheduler send at most 20 API requests/s by default; the Job controller
+    # then creates ~18 pods/s, which paced a 1000-worker job to ~55 s (bench/results.md, section 4).
+    api_qps: int = 200
 
     def validate(self) -> None:
+        if self.api_qps < 1:
+            raise ClusterError(f"api_qps must be >= 1 (requests per second), not {self.api_qps}")
         if not _DNS_LABEL.match(self.name) or len(self.name) > 40:
             raise ClusterError(f"cluster name {self.name!r} must be a DNS label of at most 40 characters")
         names: set[str] = set()
@@ -127,7 +133,8 @@ class ClusterConfig:
 
     def control_plane_fingerprint(self) -> str:
         """Hash of what cannot change on a running cluster (stages, pod CIDR, versions)."""
-        doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": KUBERNETES_VERSION}
+        doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": KUBERNETES_VERSION,
+               "api_qps": self.api_qps}  # fmt: skip
         doc["stages"] = sorted(p.name + ":" + hashlib.sha256(p.read_bytes()).hexdigest() for p in stage_files())
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -316,6 +316,16 @@ class EmbeddedCluster:
             # kwok option we change goes in as a flag.
             "componentsPatches": [
                 {"name": "kwok-controller", "extraArgs": [{"key": "cidr", "value": self.config.pod_cidr}]},
+                *(
+                    {
+                        "name": component,
+                        "extraArgs": [
+                            {"key": "kube-api-qps", "value": str(self.config.api_qps)},
+                            {"key": "kube-api-burst", "value": str(2 * self.config.api_qps)},
+                        ],
+                    }
+                    for component in ("kube-controller-manager", "kube-scheduler")
+                ),
             ],
         }
         return [ctl, *stage_documents(self.config.pod_run_seconds)]
