@@ -43,6 +43,7 @@ import yaml
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import Helm
+from dlcharts.policies import is_gpu_resource
 
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
@@ -627,11 +628,6 @@ def pod_gpus(pod: Mapping[str, Any]) -> dict[str, int]:
                 with contextlib.suppress(ValueError):
                     total[name] = total.get(name, 0) + int(str(value))
     return total
-
-
-def is_gpu_resource(name: str) -> bool:
-    domain, _, res = name.partition("/")
-    return bool(res) and ("gpu" in res or domain in ("nvidia.com", "amd.com"))
 
 
 def _owner(obj: Mapping[str, Any]) -> tuple[str, str] | None:

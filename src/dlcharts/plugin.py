@@ -42,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dlcharts-cluster", choices=["embedded", "kubeconfig", "kind"], default=None,
                     help="cluster provider for the `cluster` fixture (default: embedded)")  # fmt: skip
     group.addoption("--dlcharts-kubeconfig", help="kubeconfig for --dlcharts-cluster=kubeconfig")
+    group.addoption("--dlcharts-cluster-name", default="dlcharts",
+                    help="name of the embedded cluster to start or reuse (default: dlcharts)")  # fmt: skip
     parser.addini("dlcharts_charts", "folder of charts the dlcharts_scenario fixture iterates", default="charts")
     parser.addini("dlcharts_exemptions", "policy exemptions file", default="ci/policy-exemptions.yaml")
     parser.addini("dlcharts_snapshots", "golden snapshot folder", default="tests/snapshots")
@@ -165,7 +167,9 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Any]:
 
     provider = pytestconfig.getoption("--dlcharts-cluster") or "embedded"
     try:
-        with open_cluster(provider, kubeconfig=pytestconfig.getoption("--dlcharts-kubeconfig")) as handle:
+        kubeconfig = pytestconfig.getoption("--dlcharts-kubeconfig")
+        name = pytestconfig.getoption("--dlcharts-cluster-name")
+        with open_cluster(provider, kubeconfig=kubeconfig, name=name) as handle:
             yield handle
     except DLChartsError as exc:
         pytest.fail(str(exc), pytrace=False)

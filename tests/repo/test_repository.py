@@ -1,9 +1,8 @@
 """End to end: build the chart repository with signed packages, serve it on 127.0.0.1 with a plain HTTP
 server, and use it the way a chart user does (helm repo add, search, pull --verify, template --verify).
 Helm's config, cache and data homes all live in a temporary folder; ~/.config/helm is never touched.
-
-TODO(cluster): when dlcharts.cluster is stable, add `helm install --verify` from this repository on the
-embedded cluster and compare the live objects with an install from the source tree.
+The last test installs from the repository on the cluster (the embedded one by default) with
+`helm install --verify` and compares what Helm applied with the source tree's render.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from dlcharts.release.repository import (
     throwaway_key,
     verify_package,
 )
-from dlcharts.render import Renderer, parse_manifest
+from dlcharts.render import Renderer, RenderRequest, parse_manifest
 from dlcharts.snapshots import normalize
 from dlcharts.suite import discover_charts, scenarios
 
@@ -242,3 +241,32 @@ def test_the_pulled_package_renders_like_the_source_tree(scenario, pulled, user,
     assert set(from_repo) == set(source.objects)
     for object_key, obj in source.objects.items():
         assert normalize(from_repo[object_key].body) == normalize(obj.body), f"{object_key} differs"
+
+
+@pytest.mark.parametrize("chart", ["tensorflow-dist", "horovod-mpi"])
+def test_install_verify_from_the_repository_applies_the_source_objects(chart, cluster, pulled, user, key, helm):
+    """On a real API server: `helm install --verify` of the signed package applies the objects the source tree
+    renders (the MPI chart too, whose ssh key Secret is masked), and uninstalls cleanly."""
+    import uuid
+
+    from dlcharts import install
+
+    namespace = f"repo-{uuid.uuid4().hex[:8]}"
+    env = {**user, "KUBECONFIG": str(cluster.kubeconfig)}
+    release = "from-repo"
+    with install.Kube.from_kubeconfig(cluster.kubeconfig) as kube:
+        install.create_namespace(kube, namespace, install.pod_security_for(chart, install.load_pod_security(
+            CHARTS.parent / "ci" / "pod-security.yaml")).level)  # fmt: skip
+        try:
+            run_helm(helm, ["install", release, f"{REPO_NAME}/{chart}", "--verify", "--keyring",
+                            str(key.public_keyring), "--namespace", namespace], env)  # fmt: skip
+            applied = parse_manifest(run_helm(helm, ["get", "manifest", release, "-n", namespace], env).stdout,
+                                     namespace)  # fmt: skip
+            source = Renderer(helm).render(RenderRequest(CHARTS / chart, release=release, namespace=namespace))
+            expected = {k: o for k, o in source.objects.items() if not o.is_hook}
+            assert set(applied) == set(expected)
+            for object_key, obj in expected.items():
+                assert normalize(applied[object_key].body) == normalize(obj.body), f"{object_key} differs"
+            run_helm(helm, ["uninstall", release, "-n", namespace, "--wait"], env)
+        finally:
+            install.delete_namespace(kube, namespace)
