@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import subprocess
 import tarfile
@@ -44,6 +45,7 @@ import yaml
 from dlcharts.errors import ClusterError
 from dlcharts.helm import Helm
 from dlcharts.policies import is_gpu_resource
+from dlcharts.render import Renderer
 
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
@@ -364,7 +366,11 @@ class ChartSource:
     set_values: tuple[str, ...] = ()
     set_json: tuple[str, ...] = ()
 
-    def args(self) -> list[str]:
+    def args(self, helm: Helm | None = None) -> list[str]:
+        """helm's chart arguments; with ``helm``, a chart folder's ``file://`` dependencies are built first (a
+        fresh clone has none vendored)."""
+        if helm is not None and self.chart.is_dir():
+            _dependency_builder(helm).ensure_dependencies(self.chart)
         out = [str(self.chart)]
         for path in self.values_files:
             out += ["-f", str(path)]
@@ -383,6 +389,12 @@ class ChartSource:
         return dataclasses.replace(
             self, set_values=self.set_values + tuple(set_values), set_json=self.set_json + tuple(set_json)
         )
+
+
+@functools.cache
+def _dependency_builder(helm: Helm) -> Renderer:
+    """One Renderer per helm, for its memo of dependency builds (it renders nothing here)."""
+    return Renderer(helm)
 
 
 def run_helm(release: Release, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -419,7 +431,8 @@ def dry_run_server(kube: Kube, release: Release, source: ChartSource, timeout: f
 
     Returns the objects of the release (manifest and hooks) as the API server would store them.
     """
-    proc = run_helm(release, ["install", release.name, *source.args(), "--dry-run=server", "--output", "json"], timeout)
+    args = ["install", release.name, *source.args(release.helm), "--dry-run=server", "--output", "json"]
+    proc = run_helm(release, args, timeout)
     if proc.returncode != 0:
         raise _helm_failed(None, release, f"install --dry-run=server ({source.describe()})", proc)
     doc = json.loads(proc.stdout)
@@ -462,7 +475,8 @@ def pod_security_problems(kube: Kube, namespace: str, objects: Iterable[Mapping[
 
 def install(kube: Kube, release: Release, source: ChartSource, timeout: float = 120) -> None:
     """``helm install`` (no --wait: :func:`wait_ready` judges the result); ClusterError with diagnostics."""
-    proc = run_helm(release, ["install", release.name, *source.args(), "--timeout", f"{int(timeout)}s"], timeout + 30)
+    args = ["install", release.name, *source.args(release.helm), "--timeout", f"{int(timeout)}s"]
+    proc = run_helm(release, args, timeout + 30)
     if proc.returncode != 0:
         raise _helm_failed(kube, release, f"install ({source.describe()})", proc)
 
@@ -479,7 +493,7 @@ def upgrade(kube: Kube, release: Release, source: ChartSource, timeout: float = 
 def try_upgrade(release: Release, source: ChartSource, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``helm upgrade --output json``, returning the process whatever happened (for upgrades expected to be
     refused)."""
-    args = ["upgrade", release.name, *source.args(), "--timeout", f"{int(timeout)}s", "--output", "json"]
+    args = ["upgrade", release.name, *source.args(release.helm), "--timeout", f"{int(timeout)}s", "--output", "json"]
     return run_helm(release, args, timeout + 30)
 
 
