@@ -40,6 +40,25 @@ def report(hvd, rates, args, device):
     sys.stdout.flush()
 
 
+def train_loop(hvd, state, args, device, timed):
+    """Warm up, then time args.iterations rounds of timed(args.batches_per_iter); shared by both frameworks."""
+    if hvd.rank() == 0:
+        print("warming up: %d batches on %d rank(s)" % (args.warmup_batches, hvd.size()))
+        sys.stdout.flush()
+    timed(args.warmup_batches)
+    while state.iteration < args.iterations:
+        seconds = timed(args.batches_per_iter)
+        rate = args.batch_size * args.batches_per_iter / seconds
+        state.rates.append(rate)
+        if hvd.rank() == 0:
+            print("iteration %d: %.1f images/sec per rank" % (state.iteration, rate))
+            sys.stdout.flush()
+        state.iteration += 1
+        if args.elastic:
+            state.commit()
+    report(hvd, state.rates, args, device)
+
+
 def run_pytorch(args):
     import torch
     import torch.nn.functional as F
@@ -87,21 +106,7 @@ def run_pytorch(args):
         return time.perf_counter() - t0
 
     def train(state):
-        if hvd.rank() == 0:
-            print("warming up: %d batches on %d rank(s)" % (args.warmup_batches, hvd.size()))
-            sys.stdout.flush()
-        timed(args.warmup_batches)
-        while state.iteration < args.iterations:
-            seconds = timed(args.batches_per_iter)
-            rate = args.batch_size * args.batches_per_iter / seconds
-            state.rates.append(rate)
-            if hvd.rank() == 0:
-                print("iteration %d: %.1f images/sec per rank" % (state.iteration, rate))
-                sys.stdout.flush()
-            state.iteration += 1
-            if args.elastic:
-                state.commit()
-        report(hvd, state.rates, args, device)
+        train_loop(hvd, state, args, device, timed)
 
     if args.elastic:
         state = hvd.elastic.TorchState(model=model, optimizer=optimizer, iteration=0, rates=[])
@@ -160,21 +165,7 @@ def run_tensorflow(args):
         return time.perf_counter() - t0
 
     def train(state):
-        if hvd.rank() == 0:
-            print("warming up: %d batches on %d rank(s)" % (args.warmup_batches, hvd.size()))
-            sys.stdout.flush()
-        timed(args.warmup_batches)
-        while state.iteration < args.iterations:
-            seconds = timed(args.batches_per_iter)
-            rate = args.batch_size * args.batches_per_iter / seconds
-            state.rates.append(rate)
-            if hvd.rank() == 0:
-                print("iteration %d: %.1f images/sec per rank" % (state.iteration, rate))
-                sys.stdout.flush()
-            state.iteration += 1
-            if args.elastic:
-                state.commit()
-        report(hvd, state.rates, args, device)
+        train_loop(hvd, state, args, device, timed)
 
     step(True)
     if args.elastic:
