@@ -90,7 +90,7 @@ def peak(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 def run_size(handle: Any, api: Api, workers: int, interval: float, timeout: float, cleanup: bool) -> dict[str, Any]:
     namespace = f"bench-w{workers}"
-    handle.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted"})
+    handle.create_namespace(namespace, "restricted")
     release = "train"
     rss = handle.rss_bytes()
     load = common.load()

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from dlcharts.cluster.config import ClusterConfig
-from dlcharts.cluster.embedded import EmbeddedCluster, poll_until
+from dlcharts.cluster.embedded import EmbeddedCluster
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
 from dlcharts.podenv import container_env
 from dlcharts.render import Renderer
+from dlcharts.waiting import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE, NAMESPACE = "tf-train", "demo"
@@ -33,7 +34,7 @@ def run_demo(cluster_name: str = "dlcharts", workers: int = 4, chart: Path | Non
     with contextlib.closing(handle.api_client()) as api:
         core: Any = client.CoreV1Api(api)
         if not any(ns.metadata.name == NAMESPACE for ns in core.list_namespace().items):
-            handle.create_namespace(NAMESPACE, {"pod-security.kubernetes.io/enforce": "restricted"})
+            handle.create_namespace(NAMESPACE, "restricted")
         Renderer(helm).ensure_dependencies(chart)
         argv = ["upgrade", "--install", RELEASE, str(chart), "--namespace", NAMESPACE, "--set", f"worker={workers}"]
         print(f"2/3 helm {' '.join(argv[:3])} charts/tensorflow-dist --set worker={workers} -n {NAMESPACE}")
@@ -48,7 +49,7 @@ def run_demo(cluster_name: str = "dlcharts", workers: int = 4, chart: Path | Non
             ready = [p for p in latest.values() if p.spec.node_name]
             return sorted(ready, key=lambda p: p.metadata.name) if len(ready) >= workers else None
 
-        pods = poll_until(bound, 120, f"{workers} worker pods bound to nodes")
+        pods = poll(bound, 120, f"{workers} worker pods bound to nodes")
         nodes = {n.metadata.name: n for n in core.list_node().items}
 
     print(f"3/3 where each worker landed (release {RELEASE}, namespace {NAMESPACE}):\n")

@@ -35,7 +35,7 @@ import json
 import subprocess
 import tarfile
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -46,6 +46,7 @@ from dlcharts.errors import ClusterError
 from dlcharts.helm import Helm
 from dlcharts.policies import is_gpu_resource
 from dlcharts.render import Renderer
+from dlcharts.waiting import poll
 
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
@@ -299,8 +300,15 @@ def _status_message(doc: Any) -> str:
 # ----- namespaces ------------------------------------------------------------------------------------------
 
 
+# What kube-controller-manager puts into every new namespace (the serviceaccount controller and the
+# root-ca-cert-publisher). Pods need both, and a namespace inventory taken before they appear would later count
+# them as objects a release left behind.
+NAMESPACE_DEFAULTS = (("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt"))
+
+
 def create_namespace(kube: Kube, name: str, level: str = DEFAULT_POD_SECURITY, timeout: float = 60) -> None:
-    """A namespace enforcing (and warning at) Pod Security ``level``, ready for pods (default ServiceAccount)."""
+    """A namespace enforcing (and warning at) Pod Security ``level``, ready for pods: its
+    :data:`NAMESPACE_DEFAULTS` exist."""
     if level not in POD_SECURITY_LEVELS:
         raise ClusterError(f"Pod Security level {level!r} is not one of {', '.join(POD_SECURITY_LEVELS)}")
     labels = {
@@ -312,36 +320,17 @@ def create_namespace(kube: Kube, name: str, level: str = DEFAULT_POD_SECURITY, t
     resp = kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name, "labels": labels}})
     if resp.status not in (200, 201):
         raise ClusterError(f"could not create namespace {name}: {_status_message(resp.doc)}")
-    poll(
-        lambda: kube.get_or_none(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
-        timeout,
-        f"the default ServiceAccount of namespace {name}",
-    )
+    for kind, obj in NAMESPACE_DEFAULTS:
+        poll(
+            functools.partial(kube.get_or_none, f"/api/v1/namespaces/{name}/{kind}/{obj}"),
+            timeout,
+            f"{kind}/{obj} in namespace {name} (kube-controller-manager adds it to every namespace)",
+        )
 
 
 def delete_namespace(kube: Kube, name: str) -> None:
     """Delete a namespace without waiting (its objects are the garbage collector's from here on)."""
     kube.request("DELETE", f"/api/v1/namespaces/{quote(name)}")
-
-
-def poll(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
-    """Call ``check`` until it returns something truthy; ClusterError naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while True:
-        try:
-            result = check()
-            if result:
-                return result
-        except ClusterError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported on timeout
-            last = exc
-        if time.monotonic() >= deadline:
-            raise ClusterError(
-                f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last})" if last else "")
-            )
-        time.sleep(interval)
 
 
 # ----- helm --------------------------------------------------------------------------------------------------

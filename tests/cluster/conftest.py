@@ -35,7 +35,7 @@ def api(embedded_cluster: ClusterHandle) -> Iterator[Any]:
 def namespace(embedded_cluster: ClusterHandle) -> Iterator[str]:
     """A fresh namespace enforcing Pod Security `restricted`, deleted (without waiting) afterwards."""
     name = f"t-{uuid.uuid4().hex[:8]}"
-    embedded_cluster.create_namespace(name, {"pod-security.kubernetes.io/enforce": "restricted"})
+    embedded_cluster.create_namespace(name, "restricted")
     yield name
     embedded_cluster.delete_namespace(name, wait=False)
 

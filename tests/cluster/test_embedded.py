@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll_until
+from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll
 from dlcharts.errors import ClusterError
 
 pytestmark = pytest.mark.cluster
@@ -72,6 +72,14 @@ def test_nodes_are_ready_with_gpus(api: Any) -> None:
         assert node.metadata.labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
 
 
+def test_a_new_namespace_comes_back_with_what_the_controllers_add(api: Any, namespace: str) -> None:
+    """Waiting for these keeps a namespace inventory taken right after creation from counting them later as
+    objects a release left behind (a CI run once failed that way on ConfigMap/kube-root-ca.crt)."""
+    core: Any = client.CoreV1Api(api)
+    assert [sa.metadata.name for sa in core.list_namespaced_service_account(namespace).items] == ["default"]
+    assert [cm.metadata.name for cm in core.list_namespaced_config_map(namespace).items] == ["kube-root-ca.crt"]
+
+
 def test_job_with_two_completions_completes(api: Any, namespace: str) -> None:
     batch: Any = client.BatchV1Api(api)
     core: Any = client.CoreV1Api(api)
@@ -85,7 +93,7 @@ def test_job_with_two_completions_completes(api: Any, namespace: str) -> None:
         },
     }
     batch.create_namespaced_job(namespace, job)
-    assert poll_until(lambda: job_condition(batch, namespace, "two"), 60, "job two to finish") == "Complete"
+    assert poll(lambda: job_condition(batch, namespace, "two"), 60, "job two to finish") == "Complete"
     status = batch.read_namespaced_job_status("two", namespace).status
     assert status.succeeded == 2
     pods = core.list_namespaced_pod(namespace, label_selector="job-name=two").items
@@ -96,7 +104,7 @@ def test_job_with_two_completions_completes(api: Any, namespace: str) -> None:
         assert [c.state.terminated.exit_code for c in pod.status.container_statuses] == [0]
     # Garbage collection (kube-controller-manager) removes the pods with the Job.
     batch.delete_namespaced_job("two", namespace, propagation_policy="Background")
-    poll_until(
+    poll(
         lambda: not core.list_namespaced_pod(namespace, label_selector="job-name=two").items,
         60,
         "the garbage collector to delete job two's pods",
@@ -113,7 +121,7 @@ def test_too_many_gpus_stays_pending_with_the_schedulers_reason(api: Any, namesp
                 return str(event.message)
         return None
 
-    message = poll_until(failed_scheduling, 60, "a FailedScheduling event for pod greedy")
+    message = poll(failed_scheduling, 60, "a FailedScheduling event for pod greedy")
     assert f"Insufficient {GPU}" in message
     pod = core.read_namespaced_pod("greedy", namespace)
     assert pod.status.phase == "Pending"
@@ -165,7 +173,7 @@ def test_daemonset_lands_on_gpu_nodes_and_keeps_running(
             return pods
         return None
 
-    pods = poll_until(all_running, 60, "4 DaemonSet pods Running")
+    pods = poll(all_running, 60, "4 DaemonSet pods Running")
     assert sorted(p.spec.node_name for p in pods) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
     # Longer than a Job pod runs: DaemonSet pods must not be completed by the Job stage.
     time.sleep(ClusterConfig().pod_run_seconds * 2 + 1)
@@ -200,7 +208,7 @@ def test_service_gets_endpoint_slices_from_the_controller_manager(api: Any, name
         ready = [e for s in slices for e in (s.endpoints or []) if e.conditions.ready]
         return len(ready) if len(ready) == 2 else None
 
-    assert poll_until(ready_endpoints, 60, "2 ready endpoints for service web") == 2
+    assert poll(ready_endpoints, 60, "2 ready endpoints for service web") == 2
 
 
 def test_simulated_failure_fails_the_job(api: Any, namespace: str) -> None:
@@ -209,7 +217,7 @@ def test_simulated_failure_fails_the_job(api: Any, namespace: str) -> None:
     batch.create_namespaced_job(
         namespace, {"metadata": {"name": "doomed"}, "spec": {"backoffLimit": 0, "template": template}}
     )
-    assert poll_until(lambda: job_condition(batch, namespace, "doomed"), 60, "job doomed to finish") == "Failed"
+    assert poll(lambda: job_condition(batch, namespace, "doomed"), 60, "job doomed to finish") == "Failed"
 
 
 def test_simulated_image_pull_error(api: Any, namespace: str) -> None:
@@ -227,7 +235,7 @@ def test_simulated_image_pull_error(api: Any, namespace: str) -> None:
         reasons = [s.state.waiting.reason for s in statuses if s.state and s.state.waiting]
         return reasons[0] if reasons else None
 
-    assert poll_until(waiting_reason, 60, "pod nopull to report ImagePullBackOff") == "ImagePullBackOff"
+    assert poll(waiting_reason, 60, "pod nopull to report ImagePullBackOff") == "ImagePullBackOff"
     assert core.read_namespaced_pod("nopull", namespace).status.phase == "Pending"
 
 
@@ -322,6 +330,6 @@ def test_simulated_crash_loop(api: Any, namespace: str) -> None:
         waiting = [s for s in statuses if s.state and s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff"]
         return waiting[0] if waiting else None
 
-    status = poll_until(crash_looping, 60, "pod crashy to report CrashLoopBackOff")
+    status = poll(crash_looping, 60, "pod crashy to report CrashLoopBackOff")
     assert status.restart_count > 0
     assert status.last_state.terminated.exit_code == 1

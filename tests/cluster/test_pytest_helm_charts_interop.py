@@ -34,7 +34,8 @@ from pathlib import Path
 import pykube
 
 from dlcharts.helm import find_helm
-from dlcharts.install import ChartSource, Kube, Release, install, poll, uninstall, wait_ready
+from dlcharts.install import ChartSource, Kube, Release, install, uninstall, wait_ready
+from dlcharts.waiting import poll
 
 
 def test_a_chart_in_a_namespace_from_the_factory(kube_cluster, namespace_factory, cluster_type):

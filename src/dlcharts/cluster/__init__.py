@@ -21,7 +21,8 @@ from dlcharts.cluster.binaries import (
     require_binaries,
 )
 from dlcharts.cluster.config import H100_LABELS, ClusterConfig, NodePool, Taint, default_node_pools
-from dlcharts.cluster.embedded import ClusterAccess, ClusterHandle, EmbeddedCluster, poll_until
+from dlcharts.cluster.embedded import ClusterAccess, ClusterHandle, EmbeddedCluster
+from dlcharts.waiting import poll
 
 __all__ = [
     "ClusterAccess",
@@ -39,6 +40,6 @@ __all__ = [
     "build_binaries",
     "cache_dir",
     "default_node_pools",
-    "poll_until",
+    "poll",
     "require_binaries",
 ]

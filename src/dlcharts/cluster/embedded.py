@@ -35,40 +35,19 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
 from dlcharts.cluster import binaries as _bin
 from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
 from dlcharts.errors import ClusterError
-
-T = TypeVar("T")
+from dlcharts.waiting import poll
 
 STATE_FILE = "dlcharts-cluster.json"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
-
-
-def poll_until(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.25) -> T:
-    """Call ``check`` until it returns something other than None/False; ClusterError after ``timeout`` s.
-
-    ``check`` may raise; the last exception is reported in the error if time runs out.
-    """
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            result = check()
-            if result is not None and result is not False:
-                return result
-        except Exception as exc:  # noqa: BLE001 - reported below
-            last = exc
-        if time.monotonic() >= deadline:
-            detail = f" (last error: {last})" if last is not None else ""
-            raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
-        time.sleep(interval)
 
 
 @dataclasses.dataclass
@@ -86,18 +65,12 @@ class ClusterAccess:
         """A ``kubernetes.client.ApiClient`` for this cluster."""
         return _api(self.kubeconfig)
 
-    def create_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 60) -> None:
-        """Create a namespace and wait until pods can be created in it (its default ServiceAccount exists)."""
-        from kubernetes import client
+    def create_namespace(self, name: str, level: str = "restricted", timeout: float = 60) -> None:
+        """Create a namespace enforcing Pod Security ``level`` and wait until pods can be created in it."""
+        from dlcharts.install import Kube, create_namespace
 
-        with contextlib.closing(self.api_client()) as api:
-            core: Any = client.CoreV1Api(api)
-            core.create_namespace({"metadata": {"name": name, "labels": dict(labels or {})}})
-            poll_until(
-                lambda: core.read_namespaced_service_account("default", name),
-                timeout,
-                f"the default ServiceAccount of namespace {name}",
-            )
+        with Kube.from_kubeconfig(self.kubeconfig) as kube:
+            create_namespace(kube, name, level, timeout)
 
     def delete_namespace(self, name: str, wait: bool = True, timeout: float = 120) -> None:
         from kubernetes import client
@@ -122,7 +95,7 @@ class ClusterAccess:
                 return False
 
             if wait:
-                poll_until(gone, timeout, f"namespace {name} to be deleted")
+                poll(gone, timeout, f"namespace {name} to be deleted")
 
 
 @dataclasses.dataclass
@@ -357,7 +330,7 @@ class EmbeddedCluster:
         # kwokctl signals the components; make sure every one of them is gone before returning.
         for name, pid in pids.items():
             with contextlib.suppress(ClusterError):
-                poll_until(functools.partial(_dead, pid), 20, f"{name} (pid {pid}) to exit", interval=0.1)
+                poll(functools.partial(_dead, pid), 20, f"{name} (pid {pid}) to exit", interval=0.1)
             if _alive(pid) and _is_component(pid):
                 os.kill(pid, signal.SIGKILL)
         if self.state_dir.exists():
@@ -401,7 +374,7 @@ class EmbeddedCluster:
 
     def _wait_control_plane(self) -> str:
         timeout = self.config.start_timeout
-        poll_until(
+        poll(
             lambda: _get(self.kubeconfig, "/readyz", timeout=5) == "ok",
             timeout,
             "kube-apiserver /readyz",
@@ -411,13 +384,13 @@ class EmbeddedCluster:
         with contextlib.closing(_api(self.kubeconfig)) as api:
             coord: Any = client.CoordinationV1Api(api)
             for lease in ("kube-controller-manager", "kube-scheduler"):
-                poll_until(
+                poll(
                     functools.partial(_lease_holder, coord, lease),
                     timeout,
                     f"{lease} to take its leader lease",
                 )
             core: Any = client.CoreV1Api(api)
-            poll_until(
+            poll(
                 lambda: core.read_namespaced_service_account("default", "default"),
                 timeout,
                 "the default ServiceAccount (kube-controller-manager's serviceaccount controller)",
@@ -450,7 +423,7 @@ class EmbeddedCluster:
                             ready.add(n.metadata.name)
                 return names <= ready
 
-            poll_until(all_ready, self.config.start_timeout, f"{len(names)} fake nodes to be Ready (kwok)")
+            poll(all_ready, self.config.start_timeout, f"{len(names)} fake nodes to be Ready (kwok)")
 
 
 # ----- helpers -------------------------------------------------------------------------------------
