@@ -50,6 +50,22 @@ def test_helm3_and_helm4_render_the_same_objects(dlcharts_scenario, chart_render
     assert serialize(other.render(request)) == serialize(chart_renderer.render(request))
 
 
+def test_same_release_name_in_two_namespaces_shares_no_cluster_scoped_object(chart_renderer):
+    """helm refuses to install an object another release owns, so a cluster-scoped name (ClusterRole, ...)
+    without the namespace in it would let only one team per cluster use a release name."""
+    checked = 0
+    for scenario in all_scenarios(CHARTS):
+        first = {o.ref() for o in chart_renderer.render(scenario.request()) if o.key.namespace is None}
+        if not first:
+            continue
+        second = {
+            o.ref() for o in chart_renderer.render(scenario.request(namespace="team-b")) if o.key.namespace is None
+        }
+        assert not first & second, f"{scenario.id}: both namespaces render {sorted(first & second)}"
+        checked += 1
+    assert checked, "no scenario renders a cluster-scoped object; this test checks nothing"
+
+
 def test_no_exemption_is_stale(chart_renderer, exemptions):
     """An exemption must still cover a finding in some scenario of its chart, or it should be deleted."""
     for chart, chart_exemptions in exemptions.items():

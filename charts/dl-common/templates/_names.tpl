@@ -19,6 +19,16 @@ dl-common.names.component: the name of an object that belongs to one component (
 {{- end -}}
 
 {{/*
+dl-common.names.clusterScoped: the name of a cluster-scoped object (ClusterRole, ClusterRoleBinding) of one
+component, "<namespace>-<fullname>-<component>": releases of the same name in two namespaces must not share
+(and fight over) one object. Cluster-scoped names may be DNS subdomains, so it is not cut at 63 characters.
+  {{ include "dl-common.names.clusterScoped" (dict "component" "node-reader" "context" $) }}
+*/}}
+{{- define "dl-common.names.clusterScoped" -}}
+{{- printf "%s-%s" .context.Release.Namespace (include "dl-common.names.component" .) -}}
+{{- end -}}
+
+{{/*
 dl-common.names.chart: "<chart name>-<chart version>" for the helm.sh/chart label.
   {{ include "dl-common.names.chart" (dict "context" $) }}
 */}}
