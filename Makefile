@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 HELM3 := helm-v3.18.0
 STAMP := $(VENV)/.installed
+# Tiers without a cluster run on every core (pytest-xdist): helm processes dominate them and are independent.
+PARALLEL ?= -n auto
 
 .PHONY: help setup tools control-plane test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
         lint snapshots demo docs clean repo release-check bench
@@ -40,20 +42,22 @@ demo: setup control-plane  ## the main job: embedded cluster + tensorflow-dist -
 	$(VENV)/bin/dlcharts demo
 
 test: setup control-plane  ## every tier CI runs
-	$(PYTEST) tests examples -p no:cacheprovider --junitxml=reports/junit.xml
-	$(PYTEST) tests/render -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
+	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties examples -p no:cacheprovider \
+	  --junitxml=reports/junit.xml
+	$(PYTEST) tests/repo tests/cluster -p no:cacheprovider --junitxml=reports/junit-cluster.xml
+	$(PYTEST) $(PARALLEL) tests/render -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
 
 test-unit: setup  ## unit tier
-	$(PYTEST) tests/unit
+	$(PYTEST) $(PARALLEL) tests/unit
 
 test-render: setup  ## render tier (every chart x scenario x Kubernetes version)
-	$(PYTEST) tests/render
+	$(PYTEST) $(PARALLEL) tests/render
 
 test-render-helm3: setup  ## render tier under Helm 3
-	$(PYTEST) tests/render --dlcharts-helm $(HELM3)
+	$(PYTEST) $(PARALLEL) tests/render --dlcharts-helm $(HELM3)
 
 test-properties: setup  ## property tier (hypothesis over values)
-	$(PYTEST) tests/properties
+	$(PYTEST) $(PARALLEL) tests/properties
 
 test-cluster: setup control-plane  ## cluster tier (embedded control plane; every chart installed)
 	$(PYTEST) tests/cluster

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Part 5: wall time of each test tier on this machine, as CI runs it (one pytest process per tier).
 
-Tiers: unit, render (cold: --dlcharts-no-cache, what a fresh CI machine pays; and warm: the on-disk render
-cache filled, the second run on a developer's machine), properties, repo, example, and cluster.
+Tiers: fast-cold and fast (unit + render + properties in one process on every core, as `make test` runs them;
+cold and warm), then each tier alone on one core: unit, render (cold: --dlcharts-no-cache, what a fresh CI
+machine pays; and warm: the on-disk render cache filled, the second run on a developer's machine), properties,
+repo, example, and cluster.
 
 The cluster tier is not in the default list: it takes longer than the rest of `make bench` together (over
 10 minutes on this machine), so `make bench` keeps the last measured cluster row (marked with its date) and
@@ -11,7 +13,7 @@ DLCHARTS_CLUSTER_NAME=bench-tests (honoured by tests/cluster/conftest.py; the pl
 always uses the cluster named "dlcharts" and reuses it when one is running). A tier that runs past --timeout
 gets SIGINT first, so pytest tears its fixtures (and the clusters they started) down, then SIGKILL.
 
-Usage: .venv/bin/python bench/suite_times.py [--tiers unit,render-cold,render,properties,repo,example,cluster]
+Usage: .venv/bin/python bench/suite_times.py [--tiers fast-cold,fast,unit,render-cold,render,properties,repo,example,cluster]
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 PYTEST = [str(common.ROOT / ".venv" / "bin" / "pytest"), "-q", "-p", "no:cacheprovider"]
+# The issue-7 target: unit + render + properties together, as `make test` runs them (pytest-xdist on every core),
+# on a fresh cache (what CI pays) and again with the on-disk render cache filled (a developer's second run).
+FAST = ["-n", "auto", "tests/unit", "tests/render", "tests/properties"]
 TIERS: dict[str, list[str]] = {
+    "fast-cold": [*FAST, "--dlcharts-no-cache"],
+    "fast": FAST,
     "unit": ["tests/unit"],
     "render-cold": ["tests/render", "--dlcharts-no-cache"],
     "render": ["tests/render"],
@@ -82,7 +89,7 @@ def run_tier(name: str, timeout: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tiers", default="unit,render-cold,render,properties,repo,example")
+    parser.add_argument("--tiers", default="fast-cold,fast,unit,render-cold,render,properties,repo,example")
     parser.add_argument("--timeout", type=float, default=1200)
     args = parser.parse_args(argv)
     wanted = args.tiers.split(",")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,13 +170,15 @@ class Renderer:
     def __init__(self, helm: Helm | None = None, cache_dir: Path | None = None) -> None:
         self.helm = helm or find_helm()
         self.cache_dir = cache_dir
-        self._memory: dict[str, Rendered] = {}
+        self._memory: dict[str, Rendered | _Refusal] = {}
         self._deps_done: dict[Path, str] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def render(self, request: RenderRequest) -> Rendered:
+        """Render ``request``, or raise RenderError. Failures are cached like renders: helm's verdict on the
+        same chart, inputs and helm binary does not change, and property tests draw many rejected values."""
         request = dataclasses.replace(
             request,
             chart=request.chart.resolve(),
@@ -182,21 +186,20 @@ class Renderer:
         )
         digest = self.cache_key(request)
         with self._lock:
-            cached = self._memory.get(digest)
-        if cached is not None:
-            self.hits += 1
-            return cached
-        text = self._read_disk(digest)
-        if text is None:
+            outcome = self._memory.get(digest)
+        if outcome is None:
+            outcome = self._read_disk(request, digest)
+        if outcome is None:
             self.misses += 1
-            text = self._run_helm(request)
-            self._write_disk(digest, text)
+            outcome = self._run_helm(request)
+            self._write_disk(digest, outcome)
         else:
             self.hits += 1
-        rendered = Rendered(request, text, parse_manifest(text, request.namespace))
         with self._lock:
-            self._memory[digest] = rendered
-        return rendered
+            self._memory[digest] = outcome
+        if isinstance(outcome, _Refusal):
+            raise RenderError(str(request.chart), request.describe(), outcome.stderr)
+        return outcome
 
     def cache_key(self, request: RenderRequest) -> str:
         h = hashlib.sha256()
@@ -208,15 +211,19 @@ class Renderer:
         h.update(repr((request.kube_version, request.api_versions)).encode())
         return h.hexdigest()
 
-    def _run_helm(self, request: RenderRequest) -> str:
+    def _run_helm(self, request: RenderRequest) -> Rendered | _Refusal:
         self.ensure_dependencies(request.chart)
         proc = self.helm.run(request.helm_args(), check=False)
         if proc.returncode != 0:
-            raise RenderError(str(request.chart), request.describe(), proc.stderr)
-        return proc.stdout
+            return _Refusal(proc.stderr)
+        return Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace))
 
     def ensure_dependencies(self, chart: Path) -> None:
-        """Vendor ``file://`` dependencies into ``<chart>/charts`` when they changed since the last build."""
+        """Vendor ``file://`` dependencies into ``<chart>/charts`` when they changed since the last build.
+
+        Safe across processes (pytest-xdist workers, parallel CLI runs): one builds under a lock and records
+        what it built outside the chart, the others find the record and leave ``charts/`` alone, so no
+        ``helm template`` reads a half-rewritten dependency."""
         local = local_dependencies(chart)
         if not local:
             return
@@ -225,24 +232,60 @@ class Renderer:
             return
         for dep in local:
             self.ensure_dependencies(dep)
-        proc = self.helm.run(["dependency", "build", str(chart), "--skip-refresh"], check=False)
-        if proc.returncode != 0:
-            raise RenderError(str(chart), "helm dependency build", proc.stderr)
+        record = _dependency_record(chart)
+        with open(record.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (record.is_file() and record.read_text() == stamp + _vendored(chart)):
+                proc = self.helm.run(["dependency", "build", str(chart), "--skip-refresh"], check=False)
+                if proc.returncode != 0:
+                    raise RenderError(str(chart), "helm dependency build", proc.stderr)
+                record.write_text(stamp + _vendored(chart))
         self._deps_done[chart] = stamp
 
-    def _read_disk(self, digest: str) -> str | None:
+    def _read_disk(self, request: RenderRequest, digest: str) -> Rendered | _Refusal | None:
         if self.cache_dir is None:
             return None
-        path = self.cache_dir / f"{digest}.yaml"
-        return path.read_text() if path.is_file() else None
+        rendered, refused = self.cache_dir / f"{digest}.yaml", self.cache_dir / f"{digest}.refused"
+        if rendered.is_file():
+            text = rendered.read_text()
+            return Rendered(request, text, parse_manifest(text, request.namespace))
+        if refused.is_file():
+            return _Refusal(refused.read_text())
+        return None
 
-    def _write_disk(self, digest: str, text: str) -> None:
+    def _write_disk(self, digest: str, outcome: Rendered | _Refusal) -> None:
         if self.cache_dir is None:
             return
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.cache_dir / f".{digest}.{os.getpid()}.tmp"
-        tmp.write_text(text)
-        tmp.replace(self.cache_dir / f"{digest}.yaml")
+        tmp = self.cache_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+        if isinstance(outcome, _Refusal):
+            tmp.write_text(outcome.stderr)
+            tmp.replace(self.cache_dir / f"{digest}.refused")
+        else:
+            tmp.write_text(outcome.text)
+            tmp.replace(self.cache_dir / f"{digest}.yaml")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Refusal:
+    """helm's refusal to render a request (its stderr), kept in the cache like a render."""
+
+    stderr: str
+
+
+def _dependency_record(chart: Path) -> Path:
+    """Where the last dependency build of ``chart`` is recorded (outside the chart: helm would package it)."""
+    folder = Path(tempfile.gettempdir()) / f"dlcharts-deps-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    return folder / hashlib.sha256(str(chart.resolve()).encode()).hexdigest()[:32]
+
+
+def _vendored(chart: Path) -> str:
+    """What ``<chart>/charts`` holds now (names, sizes, modification times), to notice a hand-made change."""
+    folder = chart / "charts"
+    if not folder.is_dir():
+        return "\0none"
+    return "".join(f"\0{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in sorted(folder.iterdir()))
 
 
 def local_dependencies(chart: Path) -> list[Path]:

@@ -51,6 +51,19 @@ def test_render_error_carries_chart_inputs_and_stderr():
     assert "/completions" in err.stderr and "minimum" in err.stderr
 
 
+def test_refusals_are_cached_and_raised_again_with_their_context(tmp_path):
+    request = RenderRequest(EXAMPLE, set_values=("completions=0",))
+    first, second = Renderer(cache_dir=tmp_path), Renderer(cache_dir=tmp_path)
+    errors = []
+    for renderer in (first, first, second):
+        with pytest.raises(RenderError) as info:
+            renderer.render(request)
+        errors.append(info.value)
+    assert (first.misses, first.hits, second.misses, second.hits) == (1, 1, 0, 1)
+    assert len({(e.chart, e.inputs, e.stderr) for e in errors}) == 1
+    assert "minimum" in errors[-1].stderr and "--set completions=0" in errors[-1].inputs
+
+
 def test_duplicate_objects_are_refused():
     doc = "---\n# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
     with pytest.raises(ManifestError, match="rendered twice"):
