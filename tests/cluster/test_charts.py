@@ -123,8 +123,8 @@ def test_install_upgrade_uninstall(
             wait_ready(kube, namespace, name, allow_no_nodes=allow_no_nodes)
             proc = try_upgrade(release, current)
             if proc.returncode != 0:
-                # A Job's template is immutable: the charts document uninstall + install for such changes.
-                assert "field is immutable" in proc.stderr and "Job" in proc.stderr, proc.stderr
+                # A Job's template is immutable: the charts refuse such an upgrade before applying anything.
+                assert "is still there" in proc.stderr and "helm uninstall" in proc.stderr, proc.stderr
                 uninstall(kube, release)
                 wait_uninstalled(kube, namespace, name, before)
                 install(kube, release, current)
@@ -177,15 +177,13 @@ def check_change(kube: Kube, ns: str, manifest: list[dict[str, Any]], check: str
 
 @pytest.mark.parametrize("helm_key", HELM_MATRIX)
 @pytest.mark.parametrize("chart", TRAINING_CHARTS)
-def test_scaling_needs_a_reinstall(chart: str, helm_key: str, kube: Kube, chart_cluster: Any) -> None:
-    """``helm upgrade --set worker=N+1`` is refused by the API server (a Job's pod template is immutable) and
-    Helm marks the revision failed, as the charts' NOTES say (uninstall, then install with the new count;
-    an install with any worker count is what test_install_upgrade_uninstall does).
-
-    Helm applies objects in order until the first refusal and does not undo the ones before it (unless
-    --rollback-on-failure / --atomic): a refused scale leaves the release half-changed (e.g. the MPI charts'
-    hostfile ConfigMap and worker Job, whose pod template does not depend on the worker count, take the
-    new count while the launcher Job keeps the old one)."""
+def test_scaling_is_refused_before_anything_changes(chart: str, helm_key: str, kube: Kube, chart_cluster: Any) -> None:
+    """``helm upgrade --set worker=N+1`` over a live release: Kubernetes never lets a Job's pod template change,
+    and Helm applies objects in order without undoing the earlier ones, so a refusal from the API server would
+    leave the release half-changed (hostfile, worker Job) and marked failed. The charts' guard
+    (dl-common.job.refuseImmutableChange: a lookup of the live Jobs while rendering) must stop the upgrade
+    before anything is applied, say how to proceed, and leave no new revision. A change Kubernetes allows on
+    a Job (activeDeadlineSeconds) still upgrades in place."""
     helm = find_helm(helm_key)
     scenario = next(s for s in SCENARIOS if s.chart_name == chart)
     workers = int((yaml.safe_load(scenario.values_file.read_text()) if scenario.values_file else {}).get("worker", 2))
@@ -198,15 +196,36 @@ def test_scaling_needs_a_reinstall(chart: str, helm_key: str, kube: Kube, chart_
         source = source_for(scenario.chart, scenario)
         install(kube, release, source)
         wait_ready(kube, namespace, name)
+        written = release_objects_state(kube, namespace)
+
         proc = try_upgrade(release, source.with_values(f"worker={workers + 1}"))
+
         assert proc.returncode != 0, "scaling a Job release in place was accepted"
-        assert "field is immutable" in proc.stderr, proc.stderr
+        assert f"of release {name} is still there" in proc.stderr, proc.stderr
+        assert f"helm uninstall {name} -n {namespace}" in proc.stderr, proc.stderr
+        assert release_objects_state(kube, namespace) == written
         status = release_status(release)
-        assert (status["version"], status["info"]["status"]) == (2, "failed"), status["info"]
+        assert (status["version"], status["info"]["status"]) == (1, "deployed"), status["info"]
+
+        upgrade(kube, release, source.with_values("defaults.job.activeDeadlineSeconds=7200"))
+        jobs = kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs")
+        assert {j["spec"].get("activeDeadlineSeconds") for j in jobs} == {7200}
         uninstall(kube, release)
         wait_uninstalled(kube, namespace, name, before)
     finally:
         delete_namespace(kube, namespace)
+
+
+def release_objects_state(kube: Kube, namespace: str) -> dict[str, str]:
+    """Kind/name -> what changes when Helm writes the object: a Job's generation (its status changes all the
+    time), the resourceVersion of every ConfigMap, Secret (Helm's release records included) and Service."""
+    state = {}
+    for kind, path in (("jobs", "/apis/batch/v1"), ("configmaps", "/api/v1"), ("secrets", "/api/v1"),
+                       ("services", "/api/v1")):  # fmt: skip
+        for obj in kube.items(f"{path}/namespaces/{namespace}/{kind}"):
+            meta = obj["metadata"]
+            state[f"{kind}/{meta['name']}"] = str(meta["generation"] if kind == "jobs" else meta["resourceVersion"])
+    return state
 
 
 def test_pod_security_file_names_real_charts_with_needed_levels(kube: Kube, chart_cluster: Any) -> None:

@@ -69,10 +69,18 @@ Failure fields: dl-common.job.spec. Pod template: dl-common.pod.template. Argume
 {{- define "dl-common.job.indexed" -}}
 {{- $ctx := .context -}}
 {{- $count := int .count -}}
+{{- $name := include "dl-common.names.component" (dict "component" .role "context" $ctx) -}}
+{{- $template := include "dl-common.pod.template" . -}}
+{{- $spec := include "dl-common.job.spec" . | fromYaml -}}
+{{- $immutable := printf "%s\n%s" (pick $spec "backoffLimitPerIndex" "podFailurePolicy" "successPolicy" | toJson) $template -}}
+{{- $digest := sha256sum $immutable | trunc 16 -}}
+{{- include "dl-common.job.refuseImmutableChange" (dict "name" $name "digest" $digest "context" $ctx) -}}
 apiVersion: batch/v1
 kind: Job
 metadata:
-  name: {{ include "dl-common.names.component" (dict "component" .role "context" $ctx) }}
+  name: {{ $name }}
+  annotations:
+    {{ include "dl-common.job.digestAnnotation" . }}: {{ $digest | quote }}
   labels:
     {{- include "dl-common.labels.standard" (dict "component" .role "context" $ctx) | nindent 4 }}
     {{- with (include "dl-common.queue.jobLabels" (dict "context" $ctx)) }}
@@ -86,5 +94,33 @@ spec:
   {{- . | nindent 2 }}
   {{- end }}
   template:
-    {{- include "dl-common.pod.template" . | nindent 4 }}
+    {{- $template | nindent 4 }}
+{{- end -}}
+
+{{/*
+dl-common.job.digestAnnotation: the Job annotation holding a digest of what Kubernetes never lets change in
+an existing Job: the pod template, backoffLimitPerIndex, podFailurePolicy and successPolicy.
+*/}}
+{{- define "dl-common.job.digestAnnotation" -}}
+dl-charts.io/immutable-digest
+{{- end -}}
+
+{{/*
+dl-common.job.refuseImmutableChange: on `helm upgrade`, fail before anything is applied when the release's
+Job "name" still exists with another digest (dl-common.job.digestAnnotation) than the one this render
+would write: the API server would refuse the Job after Helm had already changed the release's other
+objects (a half-applied, failed release). A suspended Job (queued by Kueue, never started) is left to the
+API server, which lets some scheduling fields of such a Job change. `helm template` and installs look
+nothing up.
+  {{- include "dl-common.job.refuseImmutableChange" (dict "name" $name "digest" $digest "context" $) -}}
+*/}}
+{{- define "dl-common.job.refuseImmutableChange" -}}
+{{- $ctx := .context -}}
+{{- if $ctx.Release.IsUpgrade -}}
+{{- $live := lookup "batch/v1" "Job" $ctx.Release.Namespace .name -}}
+{{- $was := dig "metadata" "annotations" (include "dl-common.job.digestAnnotation" .) "" $live -}}
+{{- if and $was (ne $was .digest) (not (dig "spec" "suspend" false $live)) -}}
+{{- fail (printf "\n\nJob %s/%s of release %s is still there, and this upgrade changes its pod template (or backoffLimitPerIndex, podFailurePolicy, successPolicy), which Kubernetes never lets change in an existing Job: the upgrade would stop half-applied. A training job cannot change its shape (worker counts, GPUs, image, env) while it runs. Fix: `helm uninstall %s -n %s` and install again with the new values, or wait until the Job is deleted (job.ttlSecondsAfterFinished). Fields an existing Job may change (e.g. job.activeDeadlineSeconds) upgrade in place." $ctx.Release.Namespace .name $ctx.Release.Name $ctx.Release.Name $ctx.Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
