@@ -13,7 +13,8 @@ DLCHARTS_CLUSTER_NAME=bench-tests (honoured by tests/cluster/conftest.py; the pl
 always uses the cluster named "dlcharts" and reuses it when one is running). A tier that runs past --timeout
 gets SIGINT first, so pytest tears its fixtures (and the clusters they started) down, then SIGKILL.
 
-Usage: .venv/bin/python bench/suite_times.py [--tiers fast-cold,fast,unit,render-cold,render,properties,repo,example,cluster]
+Usage: .venv/bin/python bench/suite_times.py [--tiers fast-cold,fast,unit,render-cold,render,properties,repo,
+       example,cluster]
 """
 
 from __future__ import annotations
