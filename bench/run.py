@@ -69,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
                     fh.write(line)
                     print("   " + line, end="", flush=True)
                 code = proc.wait()
-            status["parts"][part] = {"exit": code, "seconds": time.perf_counter() - start}
+            status["parts"][part] = {
+                "exit": code,
+                "seconds": time.perf_counter() - start,
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            }
             if code != 0:
                 status["parts"][part]["error"] = "".join(log.read_text().splitlines(keepends=True)[-20:])
         status["total_seconds"] = time.perf_counter() - total
