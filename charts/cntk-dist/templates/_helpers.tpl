@@ -1,6 +1,6 @@
 {{/*
 cntk-dist.settings: JSON {launcher, worker}: both roles' merged settings (dl-common.values.role).
-  {{- $s := include "cntk-dist.settings" . | fromJson -}}
+  {{- $s := include "dl-common.values.memo" (dict "name" "cntk-dist.settings" "context" .) | fromJson -}}
 */}}
 {{- define "cntk-dist.settings" -}}
 {{- toJson (dict
@@ -12,7 +12,7 @@ cntk-dist.settings: JSON {launcher, worker}: both roles' merged settings (dl-com
 cntk-dist.np: the number of ranks: cntk.np, else all slots (workers x slots, plus the launcher's GPUs).
 */}}
 {{- define "cntk-dist.np" -}}
-{{- $s := include "cntk-dist.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "cntk-dist.settings" "context" .) | fromJson -}}
 {{- if not (kindIs "invalid" .Values.cntk.np) -}}
 {{- int .Values.cntk.np -}}
 {{- else -}}
@@ -77,7 +77,7 @@ images keep CNTK in a conda environment that activate-cntk puts on PATH).
 */}}
 {{- define "cntk-dist.launchArgs" -}}
 {{- $c := .Values.cntk -}}
-{{- $s := include "cntk-dist.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "cntk-dist.settings" "context" .) | fromJson -}}
 {{- $paths := include "dl-common.mpi.paths" (dict "settings" $s.launcher "context" .) | fromJson -}}
 {{- $a := list "mpirun" "--hostfile" "/etc/mpi/hostfile" "-np" (include "cntk-dist.np" .) "--bind-to" "none" "--map-by" "slot" -}}
 {{- if $paths.root }}{{ $a = append $a "--allow-run-as-root" }}{{ end -}}
@@ -91,10 +91,10 @@ images keep CNTK in a conda environment that activate-cntk puts on PATH).
 {{/*
 cntk-dist.jobs: JSON {launcher, worker}: the dl-common.job.indexed arguments of both roles (shared by the
 Job templates and validation, so both see the same env).
-  {{- $jobs := include "cntk-dist.jobs" . | fromJson -}}
+  {{- $jobs := include "dl-common.values.memo" (dict "name" "cntk-dist.jobs" "context" .) | fromJson -}}
 */}}
 {{- define "cntk-dist.jobs" -}}
-{{- $s := include "cntk-dist.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "cntk-dist.settings" "context" .) | fromJson -}}
 {{- $roles := include "dl-common.mpi.roles" (dict "context" .) | fromJson -}}
 {{- $ports := include "dl-common.mpi.ports" (dict "context" .) | fromJsonArray -}}
 {{- $scripts := dict "name" "scripts" "configMap" (dict "name" (include "dl-common.names.component" (dict "component" "scripts" "context" .)) "defaultMode" 365) -}}

@@ -14,21 +14,6 @@ sees all problems in one run.
 {{- end -}}
 
 {{/*
-dl-common.validate.once: runs a chart's validation template ("validator", given the root context) once per
-render. Charts include it at the top of every template, so that a values error is what the user sees whatever
-order Helm renders templates in. During a render the templates of a chart share one root context (Helm 3 and
-4), so a mark on it skips the repeats (half of an MPI chart's render time); if a Helm gave each template its
-own copy, validation would only run again.
-  {{- include "dl-common.validate.once" (dict "validator" "tensorflow-dist.validate" "context" .) -}}
-*/}}
-{{- define "dl-common.validate.once" -}}
-{{- if not (hasKey .context "dlChartsValidated") -}}
-{{- include .validator .context -}}
-{{- $_ := set .context "dlChartsValidated" true -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
 dl-common.validate.fail: fails the render with every collected message, one per line, or does nothing.
   {{ include "dl-common.validate.fail" (dict "errors" $errors "context" $) }}
 */}}

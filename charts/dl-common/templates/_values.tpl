@@ -61,3 +61,24 @@ dl-common.values.atLeast: "true" when the target Kubernetes version (.Capabiliti
 {{- define "dl-common.values.atLeast" -}}
 {{- if semverCompare (printf ">=%s.0-0" .version) .context.Capabilities.KubeVersion.Version -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+dl-common.values.memo: the output of `include "<name>" <root context>`, computed once per render. For
+helpers that read only the root context (.Values, .Release, .Chart, .Capabilities; never .Template) and that
+several templates call: a chart's validation (included at the top of every template, so that a values error
+is what the user sees whatever order Helm renders templates in) and its merged role settings. During a
+render the templates of a chart share one root context (Helm 3 and 4), which holds the memo; if a Helm gave
+each template its own copy, the helper would only run again.
+  {{- include "dl-common.values.memo" (dict "name" "horovod-mpi.validate" "context" .) -}}
+  {{- $jobs := include "dl-common.values.memo" (dict "name" "horovod-mpi.jobs" "context" .) | fromJson -}}
+*/}}
+{{- define "dl-common.values.memo" -}}
+{{- if not (hasKey .context "dlChartsMemo") -}}
+{{- $_ := set .context "dlChartsMemo" dict -}}
+{{- end -}}
+{{- $memo := get .context "dlChartsMemo" -}}
+{{- if not (hasKey $memo .name) -}}
+{{- $_ := set $memo .name (include .name .context) -}}
+{{- end -}}
+{{- get $memo .name -}}
+{{- end -}}

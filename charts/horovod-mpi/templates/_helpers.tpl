@@ -1,6 +1,6 @@
 {{/*
 horovod-mpi.settings: JSON {launcher, worker}: both roles' merged settings (dl-common.values.role).
-  {{- $s := include "horovod-mpi.settings" . | fromJson -}}
+  {{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
 */}}
 {{- define "horovod-mpi.settings" -}}
 {{- toJson (dict
@@ -12,7 +12,7 @@ horovod-mpi.settings: JSON {launcher, worker}: both roles' merged settings (dl-c
 horovod-mpi.slotsPerWorker: MPI slots of one worker (its GPU count, else mpi.slots, else 1).
 */}}
 {{- define "horovod-mpi.slotsPerWorker" -}}
-{{- $s := include "horovod-mpi.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
 {{- include "dl-common.mpi.slots" (dict "settings" $s.worker "context" .) -}}
 {{- end -}}
 
@@ -21,7 +21,7 @@ horovod-mpi.np: the number of ranks: horovod.np, else all slots (workers x slots
 GPUs when it runs ranks).
 */}}
 {{- define "horovod-mpi.np" -}}
-{{- $s := include "horovod-mpi.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
 {{- if not (kindIs "invalid" .Values.horovod.np) -}}
 {{- int .Values.horovod.np -}}
 {{- else -}}
@@ -36,7 +36,7 @@ waits for before starting horovodrun).
 */}}
 {{- define "horovod-mpi.elastic" -}}
 {{- $e := .Values.horovod.elastic -}}
-{{- $s := include "horovod-mpi.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
 {{- $slots := int (include "horovod-mpi.slotsPerWorker" .) -}}
 {{- $launcherRanks := int (include "dl-common.mpi.launcherRanks" (dict "settings" $s.launcher)) -}}
 {{- $np := int (include "horovod-mpi.np" .) -}}
@@ -111,7 +111,7 @@ orte_* variables).
 */}}
 {{- define "horovod-mpi.launchArgs" -}}
 {{- $h := .Values.horovod -}}
-{{- $s := include "horovod-mpi.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
 {{- $paths := include "dl-common.mpi.paths" (dict "settings" $s.launcher "context" .) | fromJson -}}
 {{- $np := include "horovod-mpi.np" . -}}
 {{- $hostfile := include "horovod-mpi.hostfilePath" . -}}
@@ -154,10 +154,10 @@ orte_* variables).
 {{/*
 horovod-mpi.jobs: JSON {launcher, worker}: the dl-common.job.indexed arguments of both roles (shared by
 the Job templates and validation, so both see the same env).
-  {{- $jobs := include "horovod-mpi.jobs" . | fromJson -}}
+  {{- $jobs := include "dl-common.values.memo" (dict "name" "horovod-mpi.jobs" "context" .) | fromJson -}}
 */}}
 {{- define "horovod-mpi.jobs" -}}
-{{- $s := include "horovod-mpi.settings" . | fromJson -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
 {{- $roles := include "dl-common.mpi.roles" (dict "context" .) | fromJson -}}
 {{- $ports := include "dl-common.mpi.ports" (dict "context" .) | fromJsonArray -}}
 {{- $tuning := include "horovod-mpi.tuningEnv" . | fromJsonArray -}}
