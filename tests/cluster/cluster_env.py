@@ -38,10 +38,14 @@ import yaml
 from dlcharts.cluster import binaries
 from dlcharts.cluster.config import NodePool, node_objects
 from dlcharts.errors import ClusterError
-from dlcharts.install import Kube
+from dlcharts.install import Kube, load_pod_security
 from dlcharts.waiting import poll
 
 ROOT = Path(__file__).resolve().parents[2]
+CHARTS = ROOT / "charts"
+# The Pod Security level each chart's namespace enforces, with its reason (ci/pod-security.yaml).
+POD_SECURITY_FILE = ROOT / "ci" / "pod-security.yaml"
+POD_SECURITY = load_pod_security(POD_SECURITY_FILE)
 CRD_SCHEMAS = ROOT / "src" / "dlcharts" / "crds"
 
 # ----- CRDs from the converted schemas ---------------------------------------------------------------------

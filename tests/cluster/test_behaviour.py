@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_env import CHARTS, POD_SECURITY, ROOT
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
@@ -36,19 +37,15 @@ from dlcharts.install import (
     dry_run_server,
     install,
     job_outcome,
-    load_pod_security,
     pod_gpus,
     pod_security_for,
-    poll,
     uninstall,
     wait_ready,
 )
+from dlcharts.waiting import poll
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[2]
-CHARTS = ROOT / "charts"
-POD_SECURITY = load_pod_security(ROOT / "ci" / "pod-security.yaml")
 GPU = "nvidia.com/gpu"
 RUN = "dlcharts\\.io/run-duration"  # for --set
 SIMULATE = "dlcharts\\.io/simulate"

@@ -38,6 +38,7 @@ from typing import Any
 import cluster_env
 import pytest
 import yaml
+from cluster_env import CHARTS, POD_SECURITY, POD_SECURITY_FILE
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
@@ -50,7 +51,6 @@ from dlcharts.install import (
     dry_run_server,
     helm_test,
     install,
-    load_pod_security,
     namespace_inventory,
     pod_security_for,
     pod_security_problems,
@@ -68,11 +68,7 @@ from dlcharts.toolchain import HELM_MATRIX
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[2]
-CHARTS = ROOT / "charts"
 SCENARIOS = all_scenarios(CHARTS)
-POD_SECURITY_FILE = ROOT / "ci" / "pod-security.yaml"
-POD_SECURITY = load_pod_security(POD_SECURITY_FILE)
 TRAINING_CHARTS = sorted(
     {s.chart_name for s in SCENARIOS if "worker" in yaml.safe_load((s.chart / "values.yaml").read_text())}
 )

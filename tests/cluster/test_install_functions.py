@@ -11,6 +11,7 @@ from pathlib import Path
 import cluster_env
 import pytest
 import yaml
+from cluster_env import CHARTS, POD_SECURITY_FILE
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
@@ -26,8 +27,6 @@ from dlcharts.install import (
     previous_chart,
     stricter_level,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
@@ -121,7 +120,7 @@ def test_job_outcome_reads_every_condition(conditions: list[dict], outcome: str 
 
 
 def test_pod_security_file(tmp_path: Path) -> None:
-    table = load_pod_security(ROOT / "ci" / "pod-security.yaml")
+    table = load_pod_security(POD_SECURITY_FILE)
     assert pod_security_for("tensorflow-dist", table).level == "restricted"
     assert pod_security_for("gpu-device-plugin", table).level == "privileged"
     assert all(entry.reason for entry in table.values())
@@ -172,9 +171,7 @@ def test_previous_chart_is_the_base_commit_when_the_version_differs(tmp_path: Pa
     repo = tmp_path / "repo"
     (repo / "charts").mkdir(parents=True)
     for chart in ("tensorflow-dist", "dl-common"):
-        shutil.copytree(
-            ROOT / "charts" / chart, repo / "charts" / chart, ignore=shutil.ignore_patterns("charts", "Chart.lock")
-        )
+        shutil.copytree(CHARTS / chart, repo / "charts" / chart, ignore=shutil.ignore_patterns("charts", "Chart.lock"))
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
