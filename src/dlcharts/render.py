@@ -257,13 +257,10 @@ class Renderer:
         if self.cache_dir is None:
             return
         self.cache_dir.mkdir(parents=True, exist_ok=True)
+        suffix, text = (".refused", outcome.stderr) if isinstance(outcome, _Refusal) else (".yaml", outcome.text)
         tmp = self.cache_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
-        if isinstance(outcome, _Refusal):
-            tmp.write_text(outcome.stderr)
-            tmp.replace(self.cache_dir / f"{digest}.refused")
-        else:
-            tmp.write_text(outcome.text)
-            tmp.replace(self.cache_dir / f"{digest}.yaml")
+        tmp.write_text(text)
+        tmp.replace(self.cache_dir / f"{digest}{suffix}")
 
 
 @dataclasses.dataclass(frozen=True)
