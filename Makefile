@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # Tiers without a cluster run on every core (pytest-xdist): helm processes dominate them and are independent.
 PARALLEL ?= -n auto
 
-.PHONY: help setup tools control-plane test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
+.PHONY: help setup tools dist control-plane test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
         lint snapshots demo docs clean repo release-check bench
 
 help:  ## list targets
@@ -29,8 +29,17 @@ $(DOCS_GEN): ci/docs/package.json ci/docs/package-lock.json
 
 setup: $(STAMP) tools $(DOCS_GEN)  ## virtualenv with the harness, pinned helm/kubectl, the README generator
 
-tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/
-	$(PY) -m dlcharts.toolchain
+tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/; links in .tools/bin
+	$(PY) -m dlcharts.toolchain >/dev/null
+	mkdir -p .tools/bin
+	ln -sfn ../helm-v4.3.1/helm .tools/bin/helm
+	ln -sfn ../$(HELM3)/helm .tools/bin/helm3
+	ln -sfn ../kubectl-v1.37.1/kubectl .tools/bin/kubectl
+	@echo 'helm (4), helm3 and kubectl are in .tools/bin; to use them: export PATH="$$PWD/.tools/bin:$$PATH"'
+
+dist: $(STAMP)  ## build the harness wheel and sdist into dist/ (pip install dist/dlcharts-*.whl)
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
+	@ls dist/*.whl
 
 # Go lives in /usr/local/go/bin on the project's machines; the control-plane build needs it.
 export PATH := $(PATH):/usr/local/go/bin
@@ -79,7 +88,9 @@ docs: $(DOCS_GEN)  ## regenerate every chart README's parameter table from its v
 # or try the whole flow with a throwaway key (written to build/repo-key/; never publish with it):
 #   make repo SIGN=throwaway
 REPO_DIR ?= build/repo
-REPO_URL ?= https://dl-charts.github.io/dl-charts
+# Where the repository will be served; empty = relative URLs in index.yaml (valid on any server). Set it once, here
+# or on the command line, when publishing: make repo REPO_URL=https://<your-host>/<path>
+REPO_URL ?=
 SIGN ?=
 SIGN_KEY ?=
 KEYRING ?=
@@ -87,7 +98,7 @@ PASSPHRASE_FILE ?=
 BASE ?=
 
 repo: tools  ## package every chart (dl-common vendored) into build/repo + index.yaml; sign: SIGN_KEY=.. KEYRING=.. or SIGN=throwaway
-	$(VENV)/bin/dlcharts repo build charts --out '$(REPO_DIR)' --url '$(REPO_URL)' \
+	$(VENV)/bin/dlcharts repo build charts --out '$(REPO_DIR)' $(if $(REPO_URL),--url '$(REPO_URL)') \
 	  $(if $(SIGN_KEY),--sign-key '$(SIGN_KEY)' --keyring '$(KEYRING)') \
 	  $(if $(PASSPHRASE_FILE),--passphrase-file '$(PASSPHRASE_FILE)') \
 	  $(if $(filter throwaway,$(SIGN)),--throwaway-key build/repo-key)

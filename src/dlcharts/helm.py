@@ -36,9 +36,20 @@ class Helm:
             [str(self.path), *args], capture_output=True, text=True, check=False, timeout=timeout,
             env={**_helm_env(), **(env or {})},
         )  # fmt: skip
+        proc.stderr = _without_link_notices(proc.stderr)
         if check and proc.returncode != 0:
             raise ToolchainError(f"helm {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
         return proc
+
+
+# Helm 4 ("level=INFO msg=\"found symbolic link in path...") and Helm 3 ("walk.go:75: found symbolic link in
+# path: ...") say on stderr that they followed a link, each time they load a chart whose charts/ links dl-common.
+_LINK_NOTICE_RE = re.compile(r"^.*found symbolic link in path.*\n?", re.MULTILINE)
+
+
+def _without_link_notices(stderr: str) -> str:
+    """helm's stderr without its notices about followed links, which say nothing about the user's input."""
+    return _LINK_NOTICE_RE.sub("", stderr)
 
 
 def _helm_env() -> dict[str, str]:

@@ -221,11 +221,13 @@ class Renderer:
     def ensure_dependencies(self, chart: Path) -> None:
         """Vendor ``file://`` dependencies into ``<chart>/charts`` when they changed since the last build.
 
+        A dependency already linked into ``charts/`` (as dl-common is in this repository) needs nothing: helm
+        follows the link, and a build would add a second, stale copy next to it.
         Safe across processes (pytest-xdist workers, parallel CLI runs): one builds under a lock and records
         what it built outside the chart, the others find the record and leave ``charts/`` alone, so no
         ``helm template`` reads a half-rewritten dependency."""
         local = local_dependencies(chart)
-        if not local:
+        if not local or all(is_linked(chart, dep) for dep in local):
             return
         stamp = "".join(chart_digest(dep) for dep in local)
         if self._deps_done.get(chart) == stamp and (chart / "charts").is_dir():
@@ -294,6 +296,12 @@ def local_dependencies(chart: Path) -> list[Path]:
         if repo.startswith("file://"):
             deps.append((chart / repo[len("file://") :]).resolve())
     return deps
+
+
+def is_linked(chart: Path, dependency: Path) -> bool:
+    """Whether ``<chart>/charts/`` holds a symbolic link to the ``file://`` dependency folder itself."""
+    link = chart / "charts" / dependency.name
+    return link.is_symlink() and link.resolve() == dependency.resolve()
 
 
 def chart_digest(chart: Path) -> str:
