@@ -37,7 +37,7 @@ tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verifi
 	ln -sfn ../kubectl-v1.37.1/kubectl .tools/bin/kubectl
 	@echo 'helm (4), helm3 and kubectl are in .tools/bin; to use them: export PATH="$$PWD/.tools/bin:$$PATH"'
 
-dist: $(STAMP)  ## build the harness wheel and sdist into dist/ (pip install dist/dlcharts-*.whl)
+dist: $(STAMP)  ## build the harness wheel into dist/ (pip install dist/dlcharts-*.whl)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
 	@ls dist/*.whl
 
