@@ -3,24 +3,64 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
+import re
+import shlex
 import sys
 import time
+import traceback
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TextIO
 
-from dlcharts import toolchain
+from dlcharts import __version__, toolchain
 from dlcharts.cluster import cli as cluster_cli
-from dlcharts.errors import DLChartsError
+from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaError
 from dlcharts.findings import Finding, report
-from dlcharts.helm import find_helm
-from dlcharts.policies import load_exemptions
+from dlcharts.helm import HELM_OPTION_HELP, find_helm
+from dlcharts.policies import Exemption, load_exemptions
 from dlcharts.render import Renderer, RenderRequest, default_cache_dir
+from dlcharts.schemas import schema_set_for
 from dlcharts.snapshots import SnapshotMismatch, assert_snapshot
-from dlcharts.suite import KUBE_VERSIONS, Scenario, all_scenarios, chart_name, check_rendered, check_scenario
+from dlcharts.suite import (
+    KUBE_VERSIONS,
+    Scenario,
+    all_scenarios,
+    chart_name,
+    check_rendered,
+    check_scenario,
+    discover_charts,
+)
 
 DEFAULT_EXEMPTIONS = Path("ci/policy-exemptions.yaml")
 DEFAULT_SNAPSHOTS = Path("tests/snapshots")
+EPILOG = f"""\
+exit codes:
+  0  every check passed
+  1  findings: schema or policy findings, a scenario helm could not render, a snapshot mismatch
+  2  usage or environment error (a bad path, option or file; helm missing): nothing was checked
+  3  internal error: a bug in dlcharts, never a finding; please report it with the traceback
+
+environment (an option on the command line beats them):
+  HELM_BIN            a helm binary (>= v3.18.0) to use instead of a pinned one; --helm beats it
+  DLCHARTS_HELM       the pinned helm used when neither --helm nor HELM_BIN is given (default {toolchain.DEFAULT_HELM})
+  DLCHARTS_TOOLS_DIR  where the pinned helm/kubectl live (`dlcharts tools` installs there); default: .tools/ of
+                      the dl-charts checkout for an editable install, else $DLCHARTS_CACHE/tools
+  DLCHARTS_CACHE      the cache folder (default ~/.cache/dlcharts): renders/, tools/, bin/, clusters/
+"""
+
+
+def kube_version(text: str) -> str:
+    """argparse type: a Kubernetes version the bundled strict schemas cover."""
+    if not re.fullmatch(r"v?\d+\.\d+(\.\d+)?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kubernetes version such as {KUBE_VERSIONS[-1]}")
+    try:
+        schema_set_for(text)
+    except SchemaError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _renderer(args: argparse.Namespace) -> Renderer:
@@ -28,70 +68,135 @@ def _renderer(args: argparse.Namespace) -> Renderer:
     return Renderer(find_helm(args.helm), cache_dir=cache)
 
 
-def _single_request(args: argparse.Namespace, kube_version: str) -> RenderRequest:
+def _one_chart(path: str, why: str) -> Path:
+    charts = discover_charts(Path(path))
+    if charts != [Path(path)]:
+        raise DLChartsError(f"{path} is a folder of charts; {why}: name one, such as {charts[0]}")
+    return charts[0]
+
+
+def _request(args: argparse.Namespace, chart: Path, version: str) -> RenderRequest:
+    for name in args.values:
+        if not Path(name).is_file():
+            raise DLChartsError(f"-f {name}: no such file")
+    for pair in args.set:
+        if "=" not in pair:
+            raise DLChartsError(f"--set {pair!r}: expected key=value")
     return RenderRequest(
-        chart=Path(args.path),
+        chart=chart,
         values_files=tuple(Path(f) for f in args.values),
         set_values=tuple(args.set),
-        release=args.release,
-        namespace=args.namespace,
-        kube_version=kube_version,
+        release=args.release or "release",
+        namespace=args.namespace or "default",
+        kube_version=version,
         api_versions=tuple(args.api_versions),
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    name: str
+    problem: str  # "" when it passed; else the findings, helm's refusal or the snapshot diff
+    seconds: float
+
+
+def run_cases(
+    cases: Iterable[tuple[str, Callable[[], str]]], junit: str | None, suite: str, out: TextIO | None = None
+) -> int:
+    """Run every case whatever the others did, print each verdict and the summary, write the JUnit file.
+    A case returns its problem ("" when clean); a chart helm refuses or a snapshot mismatch is a problem too."""
+    out = out or sys.stdout
+    outcomes = []
+    for name, check in cases:
+        started = time.perf_counter()
+        try:
+            problem = check()
+        except (RenderError, ManifestError, SnapshotMismatch) as exc:
+            problem = str(exc)
+        outcomes.append(Outcome(name, problem, time.perf_counter() - started))
+        print(f"FAIL {name}\n{problem}" if problem else f"PASS {name}", file=out, flush=True)
+    failed = sum(1 for o in outcomes if o.problem)
+    print(f"{len(outcomes) - failed} passed, {failed} failed", file=out)
+    if junit:
+        write_junit(Path(junit), suite, outcomes)
+    return 1 if failed else 0
+
+
+def _problems(findings: Sequence[Finding]) -> str:
+    return report(findings) if findings else ""
+
+
+def _scenario_problems(renderer: Renderer, scenario: Scenario, versions: list[str], exemptions: list[Exemption]) -> str:
+    return _problems(check_scenario(renderer, scenario, versions, exemptions))
+
+
 def cmd_render(args: argparse.Namespace) -> int:
-    rendered = _renderer(args).render(_single_request(args, args.kube_version[0]))
-    if args.output == "summary":
-        for obj in rendered:
-            print(f"{obj.key}  <- {obj.source}")
-    else:
-        sys.stdout.write(rendered.text)
-    return 0
+    chart = _one_chart(args.path, "render takes one chart")
+    versions = args.kube_version or [KUBE_VERSIONS[-1]]
+    requests = {v: _request(args, chart, v) for v in versions}
+    renderer = _renderer(args)
+
+    def show(version: str) -> str:
+        rendered = renderer.render(requests[version])
+        if len(versions) > 1:
+            print(f"# dlcharts render: Kubernetes {version}")
+        if args.output == "summary":
+            for obj in rendered:
+                print(f"{obj.key}  <- {obj.source}")
+        else:
+            sys.stdout.write(rendered.text)
+        return ""
+
+    cases = [(f"{chart_name(chart)} (k8s {v})", functools.partial(show, v)) for v in versions]
+    return run_cases(cases, None, "dlcharts.render", out=sys.stderr)  # stdout is the render
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    renderer = _renderer(args)
-    exemptions = load_exemptions(Path(args.exemptions))
-    versions = list(KUBE_VERSIONS) if args.all_versions else args.kube_version
-    results: list[tuple[str, list[Finding], float]] = []
-    if args.values or args.set:
-        started = time.perf_counter()
-        findings: list[Finding] = []
-        for version in versions:
-            rendered = renderer.render(_single_request(args, version))
-            findings += check_rendered(rendered, exemptions.get(chart_name(Path(args.path)), []))
-        results.append((f"{args.path} (custom values)", findings, time.perf_counter() - started))
+    if args.all_versions and args.kube_version:
+        raise DLChartsError("--all-versions and --kube-version exclude each other; give one")
+    versions = list(KUBE_VERSIONS) if args.all_versions else args.kube_version or [KUBE_VERSIONS[-1]]
+    exemptions_file = Path(args.exemptions) if args.exemptions else DEFAULT_EXEMPTIONS
+    if args.exemptions and not exemptions_file.is_file():
+        raise DLChartsError(f"--exemptions {args.exemptions}: no such file")
+    exemptions = load_exemptions(exemptions_file)
+    cases: list[tuple[str, Callable[[], str]]]
+    if args.values or args.set or args.release or args.namespace or args.api_versions:
+        chart = _one_chart(args.path, "-f, --set, --release, --namespace and --api-versions apply to one chart")
+        requests = [_request(args, chart, v) for v in versions]
+        exempt = exemptions.get(chart_name(chart), [])
+        renderer = _renderer(args)
+
+        def custom() -> str:  # schemas for each version, policies on the newest
+            return _problems(
+                [f for r in requests for f in check_rendered(renderer.render(r), exempt, r is requests[-1])]
+            )
+
+        cases = [(f"{chart_name(chart)} (custom values)", custom)]
     else:
-        for scenario in all_scenarios(Path(args.path)):
-            started = time.perf_counter()
-            findings = check_scenario(renderer, scenario, versions, exemptions.get(scenario.chart_name, []))
-            results.append((scenario.id, findings, time.perf_counter() - started))
-    failed = 0
-    for name, findings, _ in results:
-        status = "ok" if not findings else f"{len(findings)} finding(s)"
-        print(f"{'PASS' if not findings else 'FAIL'} {name}: {status} (k8s {', '.join(versions)})")
-        if findings:
-            failed += 1
-            print(report(findings))
-    print(f"{len(results) - failed} passed, {failed} failed")
-    if args.junit_xml:
-        write_junit(Path(args.junit_xml), "dlcharts.validate", results)
-    return 1 if failed else 0
+        scenarios = all_scenarios(Path(args.path))
+        renderer = _renderer(args)
+        cases = [
+            (s.id, functools.partial(_scenario_problems, renderer, s, versions, exemptions.get(s.chart_name, [])))
+            for s in scenarios
+        ]
+    where = exemptions_file if exemptions_file.is_file() else f"none ({exemptions_file} not found)"
+    print(f"Kubernetes {', '.join(versions)}; policy exemptions: {where}")
+    return run_cases(cases, args.junit_xml, "dlcharts.validate")
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    scenarios = all_scenarios(Path(args.path))
+    root = Path(args.dir)
+    update = shlex.join(["dlcharts", "snapshot", args.path, "--dir", args.dir, "--update"])
+    if not args.update and not root.is_dir():
+        raise DLChartsError(f"snapshot folder {root} does not exist; record the snapshots with `{update}`")
     renderer = _renderer(args)
-    failed = 0
-    for scenario in all_scenarios(Path(args.path)):
-        path = snapshot_path(Path(args.dir), scenario)
-        try:
-            assert_snapshot(renderer.render(scenario.request()), path, update=args.update)
-            print(f"{'UPDATED' if args.update else 'PASS'} {scenario.id} -> {path}")
-        except SnapshotMismatch as exc:
-            failed += 1
-            print(f"FAIL {scenario.id}\n{exc}")
-    return 1 if failed else 0
+
+    def check(scenario: Scenario) -> str:
+        assert_snapshot(renderer.render(scenario.request()), snapshot_path(root, scenario), args.update, update)
+        return ""
+
+    return run_cases([(s.id, functools.partial(check, s)) for s in scenarios], args.junit_xml, "dlcharts.snapshot")
 
 
 def snapshot_path(root: Path, scenario: Scenario) -> Path:
@@ -104,17 +209,17 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_junit(path: Path, suite_name: str, results: Sequence[tuple[str, list[Finding], float]]) -> None:
-    failures = sum(1 for _, f, _ in results if f)
+def write_junit(path: Path, suite_name: str, outcomes: Sequence[Outcome]) -> None:
+    failures = sum(1 for o in outcomes if o.problem)
     suite = ET.Element(
-        "testsuite", name=suite_name, tests=str(len(results)), failures=str(failures), errors="0",
-        time=f"{sum(t for _, _, t in results):.3f}",
+        "testsuite", name=suite_name, tests=str(len(outcomes)), failures=str(failures), errors="0",
+        time=f"{sum(o.seconds for o in outcomes):.3f}",
     )  # fmt: skip
-    for name, findings, seconds in results:
-        case = ET.SubElement(suite, "testcase", classname=suite_name, name=name, time=f"{seconds:.3f}")
-        if findings:
-            failure = ET.SubElement(case, "failure", message=f"{len(findings)} finding(s)")
-            failure.text = report(findings)
+    for outcome in outcomes:
+        case = ET.SubElement(suite, "testcase", classname=suite_name, name=outcome.name, time=f"{outcome.seconds:.3f}")
+        if outcome.problem:
+            failure = ET.SubElement(case, "failure", message=outcome.problem.splitlines()[0])
+            failure.text = outcome.problem
     path.parent.mkdir(parents=True, exist_ok=True)
     root = ET.Element("testsuites")
     root.append(suite)
@@ -122,40 +227,54 @@ def write_junit(path: Path, suite_name: str, results: Sequence[tuple[str, list[F
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dlcharts", description=__doc__)
+    documented = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    parser = argparse.ArgumentParser(prog="dlcharts", description=__doc__, **documented)  # type: ignore[arg-type]
+    pinned = ", ".join(toolchain.TOOLS)
+    parser.add_argument(
+        "--version", action="version", help="print the harness version, the default pinned helm, the tools folder",
+        version=f"dlcharts {__version__}; default helm {toolchain.DEFAULT_HELM} (pinned: {pinned}; "
+        f"tools folder {toolchain.tools_dir()})",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser, single: bool) -> None:
-        p.add_argument("path", nargs="?", default="charts", help="a chart, or a folder of charts (default: charts)")
-        p.add_argument("--helm", help=f"pinned helm to use ({', '.join(toolchain.HELM_MATRIX)}); $HELM_BIN overrides")
+    def harness(name: str, help: str, chart_help: str, single: bool) -> argparse.ArgumentParser:  # noqa: A002
+        p = sub.add_parser(name, help=help, description=help, **documented)  # type: ignore[arg-type]
+        if name == "render":
+            p.add_argument("path", metavar="chart", help=chart_help)
+        else:
+            p.add_argument("path", nargs="?", default="charts", help=chart_help)
+        p.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
         p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk render cache")
         if single:
             p.add_argument("-f", "--values", action="append", default=[], help="values file (repeatable)")
             p.add_argument("--set", action="append", default=[], help="key=value (repeatable)")
-            p.add_argument("--release", default="release")
-            p.add_argument("--namespace", default="default")
+            p.add_argument("--release", help="release name (default: release)")
+            p.add_argument("--namespace", help="namespace (default: default)")
             p.add_argument("--api-versions", action="append", default=[], help="extra API version for Capabilities")
-            p.add_argument("--kube-version", action="append", default=None, help="Kubernetes version (repeatable)")
+            p.add_argument("--kube-version", action="append", type=kube_version,
+                           help=f"Kubernetes version (repeatable; default {KUBE_VERSIONS[-1]})")  # fmt: skip
+        return p
 
-    render = sub.add_parser("render", help="render one chart into objects")
-    common(render, single=True)
+    a_chart = "a chart or a folder of charts (default: charts); a library chart alone is an error: it renders nothing"
+    render = harness("render", "render one chart into objects", "the chart to render", single=True)
     render.add_argument("--output", choices=["yaml", "summary"], default="yaml")
     render.set_defaults(func=cmd_render)
 
-    validate = sub.add_parser("validate", help="schemas + policies + invariants; non-zero exit on any finding")
-    common(validate, single=True)
+    validate = harness(
+        "validate", "schemas + policies + invariants for every scenario (or for -f/--set values)", a_chart, single=True
+    )
     validate.add_argument("--all-versions", action="store_true", help=f"every version of {', '.join(KUBE_VERSIONS)}")
-    validate.add_argument("--exemptions", default=str(DEFAULT_EXEMPTIONS), help="policy exemptions file")
+    validate.add_argument("--exemptions", help=f"policy exemptions file (default: {DEFAULT_EXEMPTIONS} if present)")
     validate.add_argument("--junit-xml", help="write a JUnit XML report here")
     validate.set_defaults(func=cmd_validate)
 
-    snapshot = sub.add_parser("snapshot", help="compare every scenario with its golden snapshot")
-    common(snapshot, single=False)
-    snapshot.add_argument("--dir", default=str(DEFAULT_SNAPSHOTS), help="snapshot folder")
+    snapshot = harness("snapshot", "compare every scenario with its golden snapshot", a_chart, single=False)
+    snapshot.add_argument("--dir", default=str(DEFAULT_SNAPSHOTS), help="snapshot folder (default: %(default)s)")
     snapshot.add_argument("--update", action="store_true", help="write snapshots instead of comparing")
+    snapshot.add_argument("--junit-xml", help="write a JUnit XML report here")
     snapshot.set_defaults(func=cmd_snapshot)
 
-    tools = sub.add_parser("tools", help="install the pinned helm/kubectl binaries")
+    tools = sub.add_parser("tools", help=f"install the pinned helm/kubectl binaries into {toolchain.tools_dir()}")
     tools.add_argument("keys", nargs="*", help=f"tools to install (default all: {', '.join(toolchain.TOOLS)})")
     tools.set_defaults(func=cmd_tools)
 
@@ -168,14 +287,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "kube_version", "absent") is None:
-        args.kube_version = [KUBE_VERSIONS[-1]]
+    """The ``dlcharts`` entry point; returns the exit code (see EPILOG) instead of raising SystemExit."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse has printed
+        return exc.code if isinstance(exc.code, int) else 0
     try:
         return int(args.func(args))
-    except DLChartsError as exc:
+    except (DLChartsError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print("dlcharts: internal error (a bug in dlcharts, not a finding); please report it with the traceback",
+              file=sys.stderr)  # fmt: skip
+        return 3
 
 
 if __name__ == "__main__":

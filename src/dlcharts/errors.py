@@ -31,3 +31,11 @@ class SchemaError(DLChartsError):
 
 class ClusterError(DLChartsError):
     """The cluster could not be started, reached, or did not reach the state waited for."""
+
+
+def invalid_yaml(path: object, exc: Exception) -> DLChartsError:
+    """A one-line error for a YAML file that does not parse: the file, the line and the parser's complaint."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return DLChartsError(f"{where}: not valid YAML ({problem})")

@@ -14,6 +14,11 @@ from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
 
 _VERSION_RE = re.compile(r'Version:"(v\d+\.\d+\.\d+[^"]*)"')
+# The help of every option that picks a pinned helm (dlcharts --helm, pytest --dlcharts-helm).
+HELM_OPTION_HELP = (
+    f"pinned helm to use: {', '.join(toolchain.HELM_MATRIX)}; beats $HELM_BIN, which beats $DLCHARTS_HELM "
+    f"(default {toolchain.DEFAULT_HELM})"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +78,8 @@ def probe_version(path: Path) -> str:
 
 @functools.cache
 def find_helm(key: str | None = None) -> Helm:
-    """The helm to use: ``$HELM_BIN`` if set, else the pinned binary ``key`` (default Helm 4).
+    """The helm to use. First match wins: the pinned binary ``key`` (``--helm``), ``$HELM_BIN``, the pinned
+    binary ``$DLCHARTS_HELM``, the pinned Helm 4 (``toolchain.DEFAULT_HELM``).
 
     A pinned binary that is missing is a clear error naming the install command; ``$HELM_BIN`` pointing at a
     helm older than 3.18 is refused, because values.schema.json features we rely on need it.
@@ -88,17 +94,20 @@ def find_helm(key: str | None = None) -> Helm:
         if _version_tuple(version) < (3, 18, 0):
             raise ToolchainError(f"HELM_BIN={override} is helm {version}; dl-charts needs helm >= v3.18.0")
         return Helm(path, version)
-    key = key or os.environ.get("DLCHARTS_HELM", toolchain.DEFAULT_HELM)
+    named = key or (f"DLCHARTS_HELM={os.environ['DLCHARTS_HELM']}" if os.environ.get("DLCHARTS_HELM") else None)
+    key = key or os.environ.get("DLCHARTS_HELM") or toolchain.DEFAULT_HELM
     tool = toolchain.TOOLS.get(key)
     if tool is None or tool.name != "helm":
-        choices = ", ".join(k for k, t in toolchain.TOOLS.items() if t.name == "helm")
-        raise ToolchainError(f"unknown helm {key!r}; choose one of: {choices}")
+        raise ToolchainError(f"unknown helm {named!r}; choose one of: {', '.join(toolchain.HELM_MATRIX)}")
     path = toolchain.binary_path(key)
     if not path.is_file():
-        raise ToolchainError(f"{key} is not installed at {path}; run `make setup` (or `python -m dlcharts.toolchain`)")
+        raise ToolchainError(
+            f"{key} is not installed at {path}; install it with `dlcharts tools {key}`, "
+            f"or set DLCHARTS_TOOLS_DIR to the folder that holds {key}/helm"
+        )
     version = probe_version(path)
     if version != tool.version:
-        raise ToolchainError(f"{path} reports {version}, expected {tool.version}; run `make setup` to reinstall it")
+        raise ToolchainError(f"{path} reports {version}, expected {tool.version}; reinstall it: `dlcharts tools {key}`")
     return Helm(path, version)
 
 

@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts import toolchain
 from dlcharts.errors import DLChartsError
 from dlcharts.findings import Finding, report
-from dlcharts.helm import Helm, find_helm
+from dlcharts.helm import HELM_OPTION_HELP, Helm, find_helm
 from dlcharts.policies import Exemption, load_exemptions
 from dlcharts.render import Rendered, Renderer, RenderRequest, default_cache_dir
 from dlcharts.snapshots import assert_snapshot
@@ -34,8 +33,7 @@ from dlcharts.suite import KUBE_VERSIONS, Scenario, all_scenarios, chart_name, c
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dlcharts", "dl-charts: render, validate and install Helm charts")
-    group.addoption("--dlcharts-helm", help=f"pinned helm to use: {', '.join(toolchain.HELM_MATRIX)} (default Helm 4; "
-                    "$HELM_BIN overrides)")  # fmt: skip
+    group.addoption("--dlcharts-helm", help=HELM_OPTION_HELP)
     group.addoption("--dlcharts-kube-version", action="append", help="Kubernetes version(s) to validate against")
     group.addoption("--dlcharts-update-snapshots", action="store_true", help="write golden snapshots, do not compare")
     group.addoption("--dlcharts-no-cache", action="store_true", help="do not use the on-disk render cache")

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from dlcharts.errors import DLChartsError
+from dlcharts.errors import DLChartsError, invalid_yaml
 from dlcharts.findings import Finding, format_path
 from dlcharts.render import K8sObject
 
@@ -328,7 +328,12 @@ def load_exemptions(path: Path | None) -> dict[str, list[Exemption]]:
     """Read the exemptions file; a missing reason or an unknown check id is an error, not a silent pass."""
     if path is None or not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise invalid_yaml(path, exc) from None
+    if not isinstance(data, dict) or not all(isinstance(checks, dict | None) for checks in data.values()):
+        raise DLChartsError(f"{path}: expected `<chart>: {{<check>: {{reason: ..., objects: [...]}}}}` mappings")
     out: dict[str, list[Exemption]] = {}
     for chart, checks in data.items():
         for check_id, spec in (checks or {}).items():

@@ -76,9 +76,13 @@ class SnapshotMismatch(AssertionError):
     pass
 
 
-def assert_snapshot(rendered: Rendered, path: Path, update: bool = False) -> None:
-    """Compare a render with its snapshot file; write it when ``update`` or when it does not exist yet
-    and ``update`` is set. A missing snapshot without ``update`` fails, so CI never silently records one."""
+PYTEST_UPDATE = "pytest --dlcharts-update-snapshots"
+
+
+def assert_snapshot(rendered: Rendered, path: Path, update: bool = False, how_to_update: str = PYTEST_UPDATE) -> None:
+    """Compare a render with its snapshot file, or write it when ``update``. A missing snapshot without
+    ``update`` fails, so CI never silently records one. ``how_to_update`` is the command the failure tells
+    the user to run (the pytest option by default; the CLI passes its own)."""
     actual = serialize(rendered)
     if update:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,10 +90,10 @@ def assert_snapshot(rendered: Rendered, path: Path, update: bool = False) -> Non
             path.write_text(actual)
         return
     if not path.is_file():
-        raise SnapshotMismatch(f"no snapshot at {path}; record it with `make snapshots` (dlcharts snapshot --update)")
+        raise SnapshotMismatch(f"no snapshot at {path}; record it with `{how_to_update}`")
     expected = path.read_text()
     if expected != actual:
         raise SnapshotMismatch(
             f"render differs from snapshot {path}:\n{diff(expected, actual)}\n"
-            "If the change is intended, run `make snapshots` (dlcharts snapshot --update) and commit the result."
+            f"If the change is intended, run `{how_to_update}` and commit the result."
         )

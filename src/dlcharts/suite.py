@@ -12,9 +12,11 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from dlcharts.errors import DLChartsError, invalid_yaml
 from dlcharts.findings import Finding
 from dlcharts.policies import Exemption, run_policies
 from dlcharts.render import Rendered, Renderer, RenderRequest
@@ -64,17 +66,42 @@ class Scenario:
 
 
 def chart_name(chart: Path) -> str:
-    return str(yaml.safe_load((chart / "Chart.yaml").read_text())["name"])
+    return str(chart_meta(chart)["name"])
+
+
+def chart_meta(chart: Path) -> dict[str, Any]:
+    """A chart's Chart.yaml, or a one-line error naming the file."""
+    path = chart / "Chart.yaml"
+    try:
+        meta = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise invalid_yaml(path, exc) from None
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise DLChartsError(f"{path}: no `name:`; this is not a chart's Chart.yaml")
+    return meta
 
 
 def discover_charts(root: Path) -> list[Path]:
-    """Application charts under ``root`` (a charts/ folder or a single chart); library charts are skipped."""
-    candidates = [root] if (root / "Chart.yaml").is_file() else sorted(p.parent for p in root.glob("*/Chart.yaml"))
-    charts = []
-    for chart in candidates:
-        meta = yaml.safe_load((chart / "Chart.yaml").read_text()) or {}
-        if meta.get("type") != "library":
-            charts.append(chart)
+    """Application charts under ``root``: ``root`` itself when it is a chart, else the charts one level down.
+
+    A path that names none is an error, so a typo cannot turn a check off: a missing path, a file, a folder
+    without charts, and a library chart asked for on its own (it renders nothing). Library charts in a
+    folder of charts are skipped."""
+    if (root / "Chart.yaml").is_file():
+        if chart_meta(root).get("type") == "library":
+            raise DLChartsError(
+                f"{root} is a library chart: nothing to render; name a chart that depends on it, or a folder of charts"
+            )
+        return [root]
+    if not root.exists():
+        raise DLChartsError(f"{root}: no such chart or folder")
+    if not root.is_dir():
+        raise DLChartsError(f"{root} is not a chart (no Chart.yaml) nor a folder of charts")
+    found = sorted(p.parent for p in root.glob("*/Chart.yaml"))
+    charts = [chart for chart in found if chart_meta(chart).get("type") != "library"]
+    if not charts:
+        what = "only library charts" if found else "no chart (no <name>/Chart.yaml)"
+        raise DLChartsError(f"{root} holds {what}: nothing to render")
     return charts
 
 

@@ -52,15 +52,16 @@ DEFAULT_KUBECTL = "kubectl-v1.37.1"
 
 
 def tools_dir() -> Path:
-    """Where pinned binaries live: ``$DLCHARTS_TOOLS_DIR`` or ``.tools`` under the working directory's repo."""
+    """Where pinned binaries live, whatever the working directory: ``$DLCHARTS_TOOLS_DIR``; else ``.tools/`` of
+    the dl-charts checkout this package runs from (an editable install); else ``$DLCHARTS_CACHE/tools``
+    (``~/.cache/dlcharts/tools``)."""
     env = os.environ.get("DLCHARTS_TOOLS_DIR")
     if env:
         return Path(env)
-    here = Path.cwd()
-    for parent in (here, *here.parents):
-        if (parent / "pyproject.toml").exists() and (parent / "charts").is_dir():
-            return parent / ".tools"
-    return Path.home() / ".cache" / "dlcharts" / "tools"
+    checkout = Path(__file__).resolve().parents[2]  # <checkout>/src/dlcharts/toolchain.py
+    if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "dlcharts").is_dir():
+        return checkout / ".tools"
+    return Path(os.environ.get("DLCHARTS_CACHE") or Path.home() / ".cache" / "dlcharts") / "tools"
 
 
 def binary_path(key: str, root: Path | None = None) -> Path:
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             print(path)
     except ToolchainError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 

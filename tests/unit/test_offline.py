@@ -21,4 +21,5 @@ def test_validate_runs_with_the_network_unreachable(tmp_path):
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "PASS hello-batch/01-three: ok (k8s 1.29.0, 1.32.0, 1.35.0)" in proc.stdout
+    assert proc.stdout.startswith("Kubernetes 1.29.0, 1.32.0, 1.35.0;"), proc.stdout
+    assert "PASS hello-batch/01-three\n1 passed, 0 failed" in proc.stdout

@@ -8,6 +8,8 @@ from dlcharts import helm as helm_mod
 from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
 
+from ..conftest import ROOT
+
 
 @pytest.fixture(autouse=True)
 def _fresh_helm_lookup():
@@ -30,7 +32,7 @@ def test_pinned_helms_report_their_versions(key):
 
 def test_missing_pinned_helm_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path))
-    with pytest.raises(ToolchainError, match="make setup"):
+    with pytest.raises(ToolchainError, match="install it with `dlcharts tools helm-v4.3.1`, or set DLCHARTS_TOOLS_DIR"):
         helm_mod.find_helm("helm-v4.3.1")
 
 
@@ -96,3 +98,32 @@ def _raise_offline(requirement, dest):
 def test_unknown_tool_key_lists_the_choices():
     with pytest.raises(ToolchainError, match="pinned tools are"):
         toolchain.install(["helm-v9"])
+
+
+def test_tools_dir_is_the_same_from_any_folder(tmp_path, monkeypatch):
+    """Editable install: the checkout's .tools/ whatever the working directory; installed from a wheel: the
+    user cache; DLCHARTS_TOOLS_DIR beats both."""
+    monkeypatch.delenv("DLCHARTS_TOOLS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert toolchain.tools_dir() == ROOT / ".tools"
+    monkeypatch.setattr(toolchain, "__file__", str(tmp_path / "site-packages" / "dlcharts" / "toolchain.py"))
+    monkeypatch.setenv("DLCHARTS_CACHE", str(tmp_path / "cache"))
+    assert toolchain.tools_dir() == tmp_path / "cache" / "tools"
+    monkeypatch.delenv("DLCHARTS_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert toolchain.tools_dir() == tmp_path / "home" / ".cache" / "dlcharts" / "tools"
+    monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path / "mine"))
+    assert toolchain.tools_dir() == tmp_path / "mine"
+
+
+def test_an_explicit_helm_beats_helm_bin_which_beats_dlcharts_helm(tmp_path, monkeypatch):
+    fake = tmp_path / "helm"
+    fake.write_text('#!/bin/sh\necho \'version.BuildInfo{Version:"v3.19.0", GitCommit:""}\'\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("HELM_BIN", str(fake))
+    monkeypatch.setenv("DLCHARTS_HELM", "helm-v3.18.0")
+    assert helm_mod.find_helm("helm-v4.3.1").version == "v4.3.1"
+    assert helm_mod.find_helm().path == fake
+    monkeypatch.delenv("HELM_BIN")
+    helm_mod.find_helm.cache_clear()
+    assert helm_mod.find_helm().version == "v3.18.0"

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dlcharts import toolchain
 from dlcharts.errors import DLChartsError
-from dlcharts.helm import find_helm
+from dlcharts.helm import HELM_OPTION_HELP, find_helm
 from dlcharts.release.changes import check_version_bumps, repo_root
 from dlcharts.release.metadata import check_metadata, lint_yaml
 from dlcharts.release.repository import Signer, build_repository, throwaway_key, verify_package
@@ -94,7 +93,6 @@ def cmd_repo_verify(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``release-check`` and ``repo`` to the ``dlcharts`` command's subparsers."""
-    helm_help = f"pinned helm to use ({', '.join(toolchain.HELM_MATRIX)}); $HELM_BIN overrides"
     check = sub.add_parser("release-check", help="version bumps vs a base ref, Chart.yaml schema, yamllint, "
                            "appVersion, artifacthub annotations, CHANGELOG")  # fmt: skip
     check.add_argument("path", nargs="?", default="charts", help="folder of charts (default: charts)")
@@ -104,7 +102,7 @@ def register(sub: Any) -> None:
     check.add_argument("--yamllint-config", help=f"yamllint config (default: <repo>/{DEFAULT_YAMLLINT})")
     check.add_argument("--versions-only", action="store_true", help="only the version-bump check")
     check.add_argument("--no-render", action="store_true", help="skip the checks that render charts with helm")
-    check.add_argument("--helm", help=helm_help)
+    check.add_argument("--helm", help=HELM_OPTION_HELP)
     check.set_defaults(func=cmd_release_check)
 
     repo = sub.add_parser("repo", help="build, sign and verify a Helm chart repository")
@@ -119,7 +117,7 @@ def register(sub: Any) -> None:
     build.add_argument("--keyring", help="secret keyring holding it, legacy format (gpg --export-secret-keys)")
     build.add_argument("--passphrase-file", help="file with the key's passphrase ('-' reads stdin)")
     build.add_argument("--throwaway-key", metavar="DIR", help="sign with a fresh throwaway key written into DIR")
-    build.add_argument("--helm", help=helm_help)
+    build.add_argument("--helm", help=HELM_OPTION_HELP)
     build.set_defaults(func=cmd_repo_build)
 
     keygen = repo_sub.add_parser("keygen", help="a throwaway signing key (tests, CI, trying the flow)")
@@ -129,7 +127,7 @@ def register(sub: Any) -> None:
     verify = repo_sub.add_parser("verify", help="helm verify packages against a public keyring")
     verify.add_argument("packages", nargs="+")
     verify.add_argument("--keyring", required=True, help="public keyring (gpg --export > pubring.gpg)")
-    verify.add_argument("--helm", help=helm_help)
+    verify.add_argument("--helm", help=HELM_OPTION_HELP)
     verify.set_defaults(func=cmd_repo_verify)
 
 
