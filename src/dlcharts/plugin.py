@@ -54,7 +54,10 @@ def _kube_versions(config: pytest.Config) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dlcharts_scenario" in metafunc.fixturenames:
         root = metafunc.config.rootpath / str(metafunc.config.getini("dlcharts_charts"))
-        found = all_scenarios(root) if root.is_dir() else []
+        try:  # a wrong or empty folder is an error, never zero tests that pass
+            found = all_scenarios(root)
+        except DLChartsError as exc:
+            raise pytest.UsageError(f"dlcharts_charts ini option: {exc}") from None
         metafunc.parametrize("dlcharts_scenario", found, ids=[s.id for s in found])
     if "dlcharts_kube_version" in metafunc.fixturenames:
         metafunc.parametrize("dlcharts_kube_version", _kube_versions(metafunc.config))

@@ -17,6 +17,7 @@ import yaml
 
 from dlcharts.errors import ManifestError, RenderError
 from dlcharts.helm import Helm, find_helm
+from dlcharts.toolchain import cache_root
 
 # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -318,5 +319,4 @@ def chart_digest(chart: Path) -> str:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("DLCHARTS_CACHE") or os.path.join(Path.home(), ".cache", "dlcharts")
-    return Path(base) / "renders"
+    return cache_root() / "renders"

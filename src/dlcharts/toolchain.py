@@ -61,7 +61,13 @@ def tools_dir() -> Path:
     checkout = Path(__file__).resolve().parents[2]  # <checkout>/src/dlcharts/toolchain.py
     if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "dlcharts").is_dir():
         return checkout / ".tools"
-    return Path(os.environ.get("DLCHARTS_CACHE") or Path.home() / ".cache" / "dlcharts") / "tools"
+    return cache_root() / "tools"
+
+
+def cache_root() -> Path:
+    """``$DLCHARTS_CACHE`` or ``~/.cache/dlcharts``: renders/, tools/, bin/ and clusters/ live under it."""
+    env = os.environ.get("DLCHARTS_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "dlcharts"
 
 
 def binary_path(key: str, root: Path | None = None) -> Path:

@@ -166,3 +166,18 @@ def test_a_crash_is_exit_3_never_a_finding(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "Traceback" in err and "ZeroDivisionError: a bug" in err
     assert err.strip().splitlines()[-1].startswith("dlcharts: internal error (a bug in dlcharts, not a finding)")
+
+
+@pytest.mark.parametrize("folder", ["no-such-folder", "empty"])
+def test_the_plugin_refuses_a_charts_folder_with_nothing_to_test(folder, tmp_path):
+    """A wrong `dlcharts_charts` ini value is a usage error, never a green run of zero scenarios."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\ndlcharts_charts = {folder}\n")
+    (tmp_path / "test_scenarios.py").write_text("def test_scenario(dlcharts_scenario):\n    pass\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode not in (0, 5), proc.stdout + proc.stderr
+    assert "dlcharts_charts ini option" in proc.stdout + proc.stderr
+    assert folder in proc.stdout + proc.stderr

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from dlcharts.errors import ClusterError
+from dlcharts.toolchain import cache_root
 
 _HERE = Path(__file__).resolve().parent
 VERSIONS_FILE = _HERE / "versions.env"
@@ -54,8 +55,7 @@ ETCD_VERSION = VERSIONS["ETCD_VERSION"]
 
 def cache_dir() -> Path:
     """``$DLCHARTS_CACHE`` or ``~/.cache/dlcharts``: binaries under bin/, clusters under clusters/."""
-    env = os.environ.get("DLCHARTS_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "dlcharts"
+    return cache_root()
 
 
 @dataclasses.dataclass(frozen=True)
