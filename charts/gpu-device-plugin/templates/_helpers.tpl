@@ -34,7 +34,7 @@ gpu-device-plugin.asList: a deviceListStrategy value (a string or a list) as a J
 
 {{/*
 gpu-device-plugin.facts: what the whole values imply, as JSON, computed in one place:
-  configNames     sorted names of config.map
+  configNames     sorted names of config.map (entries as objects: gpu-device-plugin.configs)
   hasConfigs      config.map is not empty (ConfigMap + config-manager + node RBAC)
   defaultConfig   the config for unlabelled nodes: config.default, else "default" if present, else the only one
   effective       per config (or one "" entry without configs): the settings the plugin will really use,
@@ -48,7 +48,7 @@ gpu-device-plugin.facts: what the whole values imply, as JSON, computed in one p
 */}}
 {{- define "gpu-device-plugin.facts" -}}
 {{- $v := .context.Values -}}
-{{- $map := $v.config.map | default dict -}}
+{{- $map := (include "dl-common.values.memo" (dict "name" "gpu-device-plugin.configs" "context" .context) | fromJson).configs -}}
 {{- $names := keys $map | sortAlpha -}}
 {{- $default := $v.config.default -}}
 {{- if and (not $default) $names -}}
@@ -102,8 +102,9 @@ gpu-device-plugin.facts: what the whole values imply, as JSON, computed in one p
 {{- end -}}
 
 {{/*
-gpu-device-plugin.configFile: one named config rendered as the plugin's `version: v1` config file.
-  {{ include "gpu-device-plugin.configFile" (dict "config" (index .Values.config.map "default")) }}
+gpu-device-plugin.configFile: one named config (an object, see gpu-device-plugin.configs) rendered as the
+plugin's `version: v1` config file.
+  {{ include "gpu-device-plugin.configFile" (dict "config" (index $configs "default")) }}
 */}}
 {{- define "gpu-device-plugin.configFile" -}}
 version: v1
@@ -123,7 +124,7 @@ checksum/config pod annotation so that a config change restarts the pods that re
   {{- include "gpu-device-plugin.configData" (dict "context" $) | nindent 2 }}
 */}}
 {{- define "gpu-device-plugin.configData" -}}
-{{- $map := .context.Values.config.map | default dict -}}
+{{- $map := (include "dl-common.values.memo" (dict "name" "gpu-device-plugin.configs" "context" .context) | fromJson).configs -}}
 {{- range $i, $name := keys $map | sortAlpha }}
 {{- if $i }}{{ "\n" }}{{ end }}
 {{- $name | quote }}: |
@@ -428,4 +429,32 @@ missing (a present null gives "null").
 {{- end -}}
 {{- end -}}
 {{- if $found -}}{{- toJson $node -}}{{- end -}}
+{{- end -}}
+
+{{/*
+gpu-device-plugin.validate.imageRepository: the error (a JSON list of at most one message) for an image
+repository that carries a tag (":v0.20.0" after the last "/") or a digest ("@sha256:..."): the chart appends
+the tag itself, so the reference would be broken. A registry port ("localhost:5000/x") is not a tag.
+Chart-local for now: a dl-common helper for the same rule in the training charts may replace it.
+  {{- $errors = concat $errors (include "gpu-device-plugin.validate.imageRepository" (dict "path" "image.repository" "repository" .Values.image.repository) | fromJsonArray) }}
+*/}}
+{{- define "gpu-device-plugin.validate.imageRepository" -}}
+{{- $repository := toString .repository -}}
+{{- $name := regexReplaceAll "@.*$" $repository "" -}}
+{{- $digest := trimPrefix $name $repository -}}
+{{- $last := last (splitList "/" $name) -}}
+{{- $tag := "" -}}
+{{- if contains ":" $last -}}
+{{- $tag = regexReplaceAll "^[^:]*:" $last "" -}}
+{{- $name = trimSuffix (printf ":%s" $tag) $name -}}
+{{- end -}}
+{{- $errors := list -}}
+{{- if or $tag $digest -}}
+{{- $tagPath := printf "%s.tag" (trimSuffix ".repository" .path) -}}
+{{- $carries := ternary (printf "the tag %q" $tag) (printf "the digest %q" (trimPrefix "@" $digest)) (ne $tag "") -}}
+{{- if and $tag $digest -}}{{- $carries = printf "the tag %q and the digest %q" $tag (trimPrefix "@" $digest) -}}{{- end -}}
+{{- $note := ternary " (the chart pins images by tag; it takes no digest)" "" (ne $digest "") -}}
+{{- $errors = append $errors (printf "%s: %q carries %s, but the chart appends %s to the repository itself, so the image reference would be broken. Give the repository alone and the tag separately: %s=%s and %s=%s%s." .path $repository $carries $tagPath .path $name $tagPath ($tag | default "<the tag of that digest>") $note) -}}
+{{- end -}}
+{{- toJson $errors -}}
 {{- end -}}
