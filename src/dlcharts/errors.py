@@ -31,3 +31,7 @@ class SchemaError(DLChartsError):
 
 class ClusterError(DLChartsError):
     """The cluster could not be started, reached, or did not reach the state waited for."""
+
+
+class ImageError(DLChartsError):
+    """An image could not be built or pushed (names the image, the step and its log)."""
