@@ -80,11 +80,11 @@ class RegistryStatus:
 
 
 class Registry:
-    """The local registry under ``<cache>/registry``; ``port`` None means $DLCHARTS_REGISTRY_PORT or free."""
+    """The local registry with its state under ``root`` (default ``<cache>/registry``); ``port`` None means
+    $DLCHARTS_REGISTRY_PORT, else the port used last time when it is free, else a free one."""
 
-    def __init__(self, cache: Path | None = None, port: int | None = None) -> None:
-        self.cache = cache if cache is not None else cache_dir()
-        self.root = self.cache / "registry"
+    def __init__(self, root: Path | None = None, port: int | None = None) -> None:
+        self.root = root if root is not None else cache_dir() / "registry"
         self.storage = self.root / "storage"
         self.log = self.root / "registry.log"
         self.pidfile = self.root / "registry.pid"
@@ -134,7 +134,7 @@ class Registry:
                 if wanted is None or current.address.endswith(f":{wanted}"):
                     return current
                 self._stop()
-            binary = require_tool("registry", self.cache)
+            binary = require_tool("registry")
             port = self.port or _remembered_port(self._state()) or _free_port()
             address = f"127.0.0.1:{port}"
             if not _port_free(port):
@@ -252,13 +252,13 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def start(port: int | None = None, cache: Path | None = None) -> RegistryStatus:
-    return Registry(cache, port).start()
+def start(port: int | None = None, root: Path | None = None) -> RegistryStatus:
+    return Registry(root, port).start()
 
 
-def stop(cache: Path | None = None) -> bool:
-    return Registry(cache).stop()
+def stop(root: Path | None = None) -> bool:
+    return Registry(root).stop()
 
 
-def status(cache: Path | None = None) -> RegistryStatus:
-    return Registry(cache).status()
+def status(root: Path | None = None) -> RegistryStatus:
+    return Registry(root).status()

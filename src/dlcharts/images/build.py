@@ -90,7 +90,7 @@ def _tool_version(cmd: Sequence[str]) -> str:
 
 
 class Builder:
-    """Builds images into ``<cache>/images``; ``log`` receives every tool's output."""
+    """Builds images into ``<cache>/images`` (tool output goes to ``<cache>/images/logs/<image>.log``)."""
 
     def __init__(self, cache: Path | None = None, *, say: Callable[[str], None] | None = None) -> None:
         self.root = images_dir(cache)
@@ -179,7 +179,7 @@ class Builder:
 
     def push(self, result: BuildResult, registry: str) -> str:
         """Push the built layout to ``registry`` (host:port); return ``<ref>@<digest>``."""
-        crane = require_tool("crane", self.cache)
+        crane = require_tool("crane")
         ref = f"{registry}/{result.image.reference}"
         self._run([str(crane), "push", str(result.layout), ref], result.image, "push")
         remote = subprocess.run(
@@ -384,7 +384,8 @@ class Builder:
     def _chroot(self, tree: Path, script: str, image: ImageDef, step: str, wheels: Path | None = None) -> None:
         """Run ``script`` with sh in ``tree``, in a private mount and pid namespace (mounts end with it)."""
         t = shlex.quote(str(tree))
-        mounts = f"mount --rbind /dev {t}/dev && mount -t proc proc {t}/proc"
+        # the rootfs tar has no /dev entries (mmdebstrap --skip=output/dev): the runtime provides them
+        mounts = f"mkdir -p {t}/dev {t}/proc && mount --rbind /dev {t}/dev && mount -t proc proc {t}/proc"
         if wheels is not None:
             mounts += f" && mkdir -p {t}/tmp/wheels && mount --bind -o ro {shlex.quote(str(wheels))} {t}/tmp/wheels"
         env = [
