@@ -648,6 +648,40 @@ def suite_plot(st: dict[str, Any] | None) -> None:
     plt.close(fig)
 
 
+# ----- part 6 -----------------------------------------------------------------------------------------
+
+
+def images_section(im: dict[str, Any] | None) -> list[str]:
+    out = ["## 6. Local images: build and push cost (dlcharts images)", ""]
+    if not im:
+        return [*out, "Not run (`.venv/bin/python bench/images.py`; see build/bench/images.log).", ""]
+    tools = im.get("tools", {})
+    out += [
+        f"Measured {im.get('date', '?')} by `bench/images.py` ({tools.get('mmdebstrap', '?')}, "
+        f"{tools.get('umoci', '?')}, {tools.get('pip', '?')}). Each image is built in a fresh cache of its own: "
+        "*cold* downloads its Debian packages (mmdebstrap) and wheels (pip) and runs every step; *warm* is the "
+        "second `dlcharts images build` (every blob's digest verified, nothing else). *push* goes to a fresh "
+        "local registry (distribution v3) with crane; the second push finds every blob there. *compressed* is "
+        "what a node pulls (config + gzip layers); *unpacked* is the layers' tar size. *same digest* compares "
+        "the cold build with the same image in the machine's cache, built earlier from the same definition.",
+        "",
+        "| image | reference | compressed MiB | unpacked MiB | cold s (steps) | warm s | push cold / warm s "
+        "| same digest | load 1m before → after |",
+        "|---|---|---:|---:|---|---:|---|---|---|",
+    ]
+    for r in im["rows"]:
+        steps = ", ".join(f"{k} {v:.0f}" for k, v in r["cold_steps"].items() if k != "verify")
+        same = "—" if not r["shared_cache_digest"] else ("yes" if r["shared_cache_digest"] == r["digest"] else "NO")
+        out.append(
+            f"| {r['image']} | `{r['reference']}` {r['digest'][:19]} | {r['compressed_bytes'] / MiB:,.0f} | "
+            f"{r['unpacked_bytes'] / MiB:,.0f} | {r['cold_seconds']:.0f} ({steps}) | {r['warm_seconds']:.1f} | "
+            f"{r['push_cold_seconds']:.1f} / {r['push_warm_seconds']:.1f} | {same} | "
+            f"{r['load_before']['1m']:.2f} → {r['load_after']['1m']:.2f} |"
+        )
+    out.append("")
+    return out
+
+
 # ----- the whole file ---------------------------------------------------------------------------------
 
 
@@ -663,6 +697,7 @@ def write() -> None:
         *scale_section(s, targets),
         *scheduling_section(sc, targets),
         *suite_section(st, targets),
+        *images_section(common.saved("images")),
     ]
     parts = run.get("parts", {})
     pk = m.get("packages", {})

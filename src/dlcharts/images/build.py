@@ -62,6 +62,7 @@ class BuildResult:
     seconds: float
     built: list[str]  # the steps that ran (empty: everything came from the cache)
     layout: Path
+    step_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     pushed: str = ""  # registry reference with digest, when pushed
 
 
@@ -157,16 +158,22 @@ class Builder:
         built: list[str] = []
         self.root.mkdir(parents=True, exist_ok=True)
         with self._lock():
-            cached = self._cached_oci(image)
+            clock = _Clock()
+            with clock("verify"):
+                cached = self._cached_oci(image)
             if cached is not None:
                 layout, meta = cached
             else:
-                rootfs = self._rootfs(image, built)
+                with clock("rootfs"):
+                    rootfs = self._rootfs(image, built)
                 layer = None
                 if image.requirements:
-                    wheels = self._wheels(image, built)
-                    layer = self._layer(image, rootfs, wheels, built)
-                layout, meta = self._oci(image, rootfs, layer, built)
+                    with clock("wheels"):
+                        wheels = self._wheels(image, built)
+                    with clock("layer"):
+                        layer = self._layer(image, rootfs, wheels, built)
+                with clock("oci"):
+                    layout, meta = self._oci(image, rootfs, layer, built)
         return BuildResult(
             image=image,
             digest=meta["digest"],
@@ -175,6 +182,7 @@ class Builder:
             seconds=time.monotonic() - started,
             built=built,
             layout=layout,
+            step_seconds=clock.seconds,
         )
 
     def push(self, result: BuildResult, registry: str) -> str:
@@ -418,6 +426,21 @@ class Builder:
                 f"{image.name}: step {step} failed (exit code {proc.returncode}): {shlex.join(cmd)[:300]}\n"
                 f"last lines of {log}:\n{tail}"
             )
+
+
+class _Clock:
+    """``with clock("step"):`` adds the block's wall seconds to ``clock.seconds["step"]``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, step: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[step] = round(self.seconds.get(step, 0.0) + time.monotonic() - started, 2)
 
 
 def _tar_create(out: Path, tree: Path) -> list[str]:
