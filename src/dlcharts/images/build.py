@@ -206,6 +206,7 @@ class Builder:
         out = self.root / "rootfs" / f"{key}.tar"
         if self._verified_file(out, image, "rootfs"):
             return out
+        _need_root(image, "rootfs")
         mirror = debian_mirror()
         debs = self.root / "debs"
         debs.mkdir(parents=True, exist_ok=True)
@@ -273,6 +274,7 @@ class Builder:
         out = self.root / "layers" / f"{self.layer_key(image)}.tar"
         if self._verified_file(out, image, "layer"):
             return out
+        _need_root(image, "layer")
         out.parent.mkdir(parents=True, exist_ok=True)
         reqs = " ".join(shlex.quote(r) for r in image.requirements)
         script = (
@@ -426,6 +428,14 @@ class Builder:
                 f"{image.name}: step {step} failed (exit code {proc.returncode}): {shlex.join(cmd)[:300]}\n"
                 f"last lines of {log}:\n{tail}"
             )
+
+
+def _need_root(image: ImageDef, step: str) -> None:
+    if os.geteuid() != 0:
+        raise ImageError(
+            f"{image.name}: step {step} needs root (mmdebstrap --mode=root, chroot and mounts in a private "
+            "namespace); run `dlcharts images build` as root (CI does)"
+        )
 
 
 class _Clock:
