@@ -46,7 +46,8 @@ def test_registry_starts_answers_and_stops_without_leftovers(tmp_path: Path) -> 
     assert _registry_pids(reg.config) == []
     assert not os.path.exists(f"/proc/{state.pid}")
     assert not reg.status().running
-    with socket.socket() as sock:  # the port is free again
+    with socket.socket() as sock:  # a server can listen on the port again
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", int(port)))
     assert reg.stop() is False
 

@@ -36,6 +36,8 @@ DISTRIBUTION_VERSION = VERSIONS.get("DISTRIBUTION_VERSION", "")
 CRANE_VERSION = VERSIONS.get("CRANE_VERSION", "")
 PORT_ENV = "DLCHARTS_REGISTRY_PORT"
 _TOOLS = {"registry": "DISTRIBUTION_VERSION", "crane": "CRANE_VERSION"}
+#: registries this process started (pid -> process), reaped when stopped
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def tool_path(name: str, cache: Path | None = None) -> Path:
@@ -152,6 +154,7 @@ class Registry:
                     start_new_session=True,
                     env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 )
+            _STARTED[proc.pid] = proc
             self.pidfile.write_text(f"{proc.pid}\n")
             self.statefile.write_text(json.dumps({"address": address, "version": DISTRIBUTION_VERSION}) + "\n")
             deadline = time.monotonic() + timeout
@@ -183,6 +186,9 @@ class Registry:
         if _alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        child = _STARTED.pop(pid, None)
+        if child is not None:  # started by this process: reap it, so that no zombie is left behind
+            child.wait()
         return True
 
 
@@ -212,7 +218,9 @@ def _free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server can listen on 127.0.0.1:port (SO_REUSEADDR, as Go's listeners: TIME_WAIT is fine)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
