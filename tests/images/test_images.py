@@ -54,7 +54,8 @@ def test_helper_image_is_pushed_with_the_expected_config(helper: BuildResult, lo
     assert crane("digest", ref).strip() == helper.digest
 
     manifest: dict[str, Any] = json.loads(crane("manifest", ref))
-    assert manifest["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
+    assert manifest["schemaVersion"] == 2
+    assert manifest["config"]["mediaType"] == "application/vnd.oci.image.config.v1+json"
     assert [layer["mediaType"] for layer in manifest["layers"]] == ["application/vnd.oci.image.layer.v1.tar+gzip"]
     assert helper.size == manifest["config"]["size"] + manifest["layers"][0]["size"]
 
