@@ -50,7 +50,9 @@ class ImageDef:
     workdir: str = "/"
     env: tuple[str, ...] = ()
     differs: str = ""
-    check: str = ""  # a command run in the finished root file system to prove it works
+    check: str = ""
+    #: "<chart>:<values path>" of every image value this image stands for (tests/images checks the names)
+    values: tuple[str, ...] = ()  # a command run in the finished root file system to prove it works
 
     @property
     def reference(self) -> str:
@@ -78,6 +80,10 @@ IMAGES: dict[str, ImageDef] = {
             tag="1.37.0",
             stands_for="peerWait.image busybox:1.37.0 (peer-wait init container, helm test pod; every training chart)",
             check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
+            values=tuple(
+                f"{chart}:peerWait.image"
+                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
+            ),
             differs=(
                 "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
                 "Debian minbase with python3, not the upstream static busybox image (larger: it is the root layer "
@@ -91,6 +97,7 @@ IMAGES: dict[str, ImageDef] = {
             stands_for="tensorflow-dist defaults.image tensorflow/tensorflow:2.21.0-gpu",
             requirements=("tensorflow-cpu==2.21.0",),
             cmd=("python3",),
+            values=("tensorflow-dist:defaults.image",),
             env=("TF_CPP_MIN_LOG_LEVEL=1",),
             check="python3 -c 'import tensorflow as tf; assert tf.__version__ == \"2.21.0\", tf.__version__'",
             differs="CPU build (PyPI tensorflow-cpu 2.21.0): the tag is the upstream CPU tag 2.21.0, not 2.21.0-gpu",
