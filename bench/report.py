@@ -678,7 +678,25 @@ def images_section(im: dict[str, Any] | None) -> list[str]:
             f"{r['push_cold_seconds']:.1f} / {r['push_warm_seconds']:.1f} | {same} | "
             f"{r['load_before']['1m']:.2f} → {r['load_after']['1m']:.2f} |"
         )
-    out.append("")
+    out += [
+        "",
+        "CI (`make test`, tests/images) builds the helper image only (busybox: one small root file system, and "
+        "the damaged-rootfs test runs mmdebstrap once more); the tensorflow image costs minutes cold and about "
+        "2.5 GB of cache (rootfs, wheels, venv layer, OCI layout), so it is built where the node needs it "
+        "(`dlcharts images build tensorflow --push`) and stays cached by content. Two builds in separate caches "
+        "gave the same digests (the rootfs tar from mmdebstrap with SOURCE_DATE_EPOCH, the venv layer tar, the "
+        "umoci layout): the builds are reproducible as long as the Debian mirror serves the same package "
+        "versions and PyPI the same wheels for the unpinned dependencies; a later cold build on a newer mirror "
+        "gives another digest, which is why the cache, not the definition, keeps the bytes.",
+        "",
+        "Not built yet: **pytorch** CPU. PyPI's torch wheel for Linux x86_64 is the CUDA build: torch 2.9.1 "
+        "(cp313, manylinux_2_28) requires 15 nvidia-*-cu12 wheels and triton, and `pip download torch "
+        "--no-deps` alone does not import: torch/__init__.py loads libtorch_global_deps.so, which links the "
+        "CUDA runtime, and on failure looks for the nvidia-* packages and raises. The CPU-only wheels are on "
+        "the PyTorch project's own index, which this machine cannot reach; no CPU-only torch for x86_64 is "
+        "published on PyPI by the project. **mxnet**, **horovod**, **cntk**: not attempted (time).",
+        "",
+    ]
     return out
 
 
