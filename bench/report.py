@@ -670,7 +670,9 @@ def images_section(im: dict[str, Any] | None) -> list[str]:
         "|---|---|---:|---:|---|---:|---|---|---|",
     ]
     for r in im["rows"]:
-        steps = ", ".join(f"{k} {v:.0f}" for k, v in r["cold_steps"].items() if k != "verify")
+        steps = ", ".join(
+            f"{k} {r['cold_steps'][k]:.0f}" for k in ("rootfs", "wheels", "layer", "oci") if k in r["cold_steps"]
+        )
         same = "—" if not r["shared_cache_digest"] else ("yes" if r["shared_cache_digest"] == r["digest"] else "NO")
         out.append(
             f"| {r['image']} | `{r['reference']}` {r['digest'][:19]} | {r['compressed_bytes'] / MiB:,.0f} | "
@@ -679,6 +681,12 @@ def images_section(im: dict[str, Any] | None) -> list[str]:
             f"{r['load_before']['1m']:.2f} → {r['load_after']['1m']:.2f} |"
         )
     out += [
+        "",
+        "*warm* is measured inside one process; `dlcharts images build` as a new process adds Python's start "
+        "and the tool version probes (mmdebstrap, umoci, pip) that enter the cache keys: 2.2-2.8 s wall for both "
+        "images warm on this machine (`time .venv/bin/dlcharts images build`, load 5-7). Commands: cold and warm "
+        "as above, `.venv/bin/python bench/images.py`; a cold build by hand: `dlcharts images build NAME` with "
+        "an empty `$DLCHARTS_CACHE/images`.",
         "",
         "CI (`make test`, tests/images) builds the helper image only (busybox: one small root file system, and "
         "the damaged-rootfs test runs mmdebstrap once more); the tensorflow image costs minutes cold and about "

@@ -224,6 +224,9 @@ EOF
 
 # images: registry (github.com/distribution/distribution/v3, cmd/registry) and crane
 # (github.com/google/go-containerregistry, cmd/crane), each from its own generated module.
+# Measured cold (empty module cache for both, Go build cache shared with a kube-apiserver build running at
+# the same time, load 12-17 on 2 cores): registry 1109 s wall (most of it waiting for CPU), crane 30 s;
+# 3m41s user for both, 20 min wall. Warm: file checks only.
 build_image_tool() { # NAME MODULE VERSION PKG LDFLAGS
   local name=$1 module=$2 ver=$3 pkg=$4 ldflags=$5 mod
   need "$name" || return 0
