@@ -698,9 +698,11 @@ def images_section(im: dict[str, Any] | None) -> list[str]:
         "gives another digest, which is why the cache, not the definition, keeps the bytes.",
         "",
         "Not built yet: **pytorch** CPU. PyPI's torch wheel for Linux x86_64 is the CUDA build: torch 2.9.1 "
-        "(cp313, manylinux_2_28) requires 15 nvidia-*-cu12 wheels and triton, and `pip download torch "
-        "--no-deps` alone does not import: torch/__init__.py loads libtorch_global_deps.so, which links the "
-        "CUDA runtime, and on failure looks for the nvidia-* packages and raises. The CPU-only wheels are on "
+        "(cp313, manylinux_2_28, 900 MB) requires 15 nvidia-*-cu12 wheels and triton. Tried here: the torch "
+        "wheel with `--no-deps` plus its six other dependencies (filelock, fsspec, jinja2, networkx, sympy, "
+        "typing-extensions) installs offline into a 1.8 GB venv (libtorch_cuda.so alone 976 MB) and `import "
+        "torch` fails: `ValueError: libcublas.so.*[0-9] not found in the system path` (torch/__init__.py "
+        "preloads the CUDA libraries from the nvidia-* packages). The CPU-only wheels are on "
         "the PyTorch project's own index, which this machine cannot reach; no CPU-only torch for x86_64 is "
         "published on PyPI by the project. **mxnet**, **horovod**, **cntk**: not attempted (time).",
         "",
