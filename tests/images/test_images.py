@@ -7,6 +7,7 @@ verify digests; the damaged-rootfs test works on a copy in a temporary cache.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -114,7 +115,7 @@ def test_truncated_rootfs_is_rebuilt(helper: BuildResult, tmp_path: Path) -> Non
     cache = tmp_path / "cache"
     rootfs = cache / "images" / "rootfs" / f"{key}.tar"
     rootfs.parent.mkdir(parents=True)
-    source = shared.root / "rootfs" / f"{key}.tar"
+    source = shared.rootfs(HELPER)  # cached (the helper fixture built it), verified
     shutil.copyfile(source, rootfs)
     shutil.copyfile(source.with_name(source.name + ".sha256"), rootfs.with_name(rootfs.name + ".sha256"))
     shutil.copytree(shared.root / "debs", cache / "images" / "debs")  # no package download needed
@@ -126,3 +127,50 @@ def test_truncated_rootfs_is_rebuilt(helper: BuildResult, tmp_path: Path) -> Non
     assert any("rootfs" in m and "is damaged" in m for m in messages), messages
     assert rebuilt.built == ["rootfs", "oci"]
     assert rebuilt.digest == helper.digest  # mmdebstrap with SOURCE_DATE_EPOCH is bit-for-bit reproducible
+
+
+def test_venv_layer_from_offline_wheels_and_damaged_wheelhouse(helper: BuildResult, tmp_path: Path) -> None:
+    """A small image with a PyPI requirement takes the framework images' path (wheels on the host, offline
+    install in a chroot, a second layer at /opt/venv); a changed wheel in the cache is caught and fetched again."""
+    small = dataclasses.replace(
+        HELPER,
+        name="six",
+        repository="dl-charts-test/six",
+        tag="1.17.0",
+        requirements=("six==1.17.0",),
+        cmd=("python3",),
+        check="python3 -c 'import six; assert six.__version__ == \"1.17.0\"'",
+        values=(),
+    )
+    cache = tmp_path / "cache"
+    (cache / "images" / "rootfs").mkdir(parents=True)
+    source = Builder().rootfs(HELPER)
+    for suffix in ("", ".sha256"):  # the shared rootfs, so only the wheels, the layer and the image are built
+        shutil.copyfile(str(source) + suffix, str(cache / "images" / "rootfs" / source.name) + suffix)
+
+    first = Builder(cache).build(small)
+    assert first.built == ["wheels", "layer", "oci"]
+    manifest = json.loads((first.layout / "blobs" / "sha256" / first.digest.split(":")[1]).read_text())
+    assert manifest["layers"][0]["digest"] == helper_layer(helper)  # the root layer is shared with the helper
+    with tarfile.open(first.layout / "blobs" / "sha256" / manifest["layers"][1]["digest"].split(":")[1]) as layer:
+        names = layer.getnames()
+        assert all(n.startswith("opt/venv") for n in names)
+        assert any(n.endswith("site-packages/six.py") for n in names)
+        assert {m.mtime for m in layer.getmembers()} == {1767225600}
+        assert {(m.uid, m.gid) for m in layer.getmembers()} == {(0, 0)}
+        cfg = layer.extractfile("opt/venv/pyvenv.cfg")
+        assert cfg is not None and b"PIP_" not in cfg.read()
+
+    wheel = next((cache / "images" / "wheels").glob("*/six-*.whl"))
+    wheel.write_bytes(wheel.read_bytes()[:-10])
+    shutil.rmtree(first.layout)  # no finished image: the build needs (and verifies) its inputs again
+    messages: list[str] = []
+    again = Builder(cache, say=messages.append).build(small)
+    assert any("wheelhouse" in m and "is damaged" in m and "six-" in m for m in messages), messages
+    assert again.built == ["wheels", "oci"]  # the layer (keyed by the requirement set) still verifies
+    assert again.digest == first.digest
+
+
+def helper_layer(helper: BuildResult) -> str:
+    manifest = json.loads((helper.layout / "blobs" / "sha256" / helper.digest.split(":")[1]).read_text())
+    return str(manifest["layers"][0]["digest"])

@@ -95,7 +95,6 @@ class Builder:
 
     def __init__(self, cache: Path | None = None, *, say: Callable[[str], None] | None = None) -> None:
         self.root = images_dir(cache)
-        self.cache = cache
         self.say = say or (lambda line: print(line, file=sys.stderr))
         self.logs = self.root / "logs"
         self._versions: dict[str, str] = {}
@@ -185,6 +184,12 @@ class Builder:
             step_seconds=clock.seconds,
         )
 
+    def rootfs(self, image: ImageDef) -> Path:
+        """The image's root file system tar (mmdebstrap), from the cache when it verifies."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._lock():
+            return self._rootfs(image, [])
+
     def push(self, result: BuildResult, registry: str) -> str:
         """Push the built layout to ``registry`` (host:port); return ``<ref>@<digest>``."""
         crane = require_tool("crane")
@@ -231,6 +236,7 @@ class Builder:
             mirror,
         ]
         out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_name(out.name + ".partial").unlink(missing_ok=True)  # left by a failed run
         self.say(f"{image.name}: rootfs {image.suite} [{' '.join(sorted(image.packages))}] from {mirror}")
         self._run(cmd, image, "rootfs", env={"SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)})
         self._commit_file(out)
