@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # Tiers without a cluster run on every core (pytest-xdist): helm processes dominate them and are independent.
 PARALLEL ?= -n auto
 
-.PHONY: help setup tools dist control-plane test test-unit test-render test-render-helm3 test-properties test-cluster test-example \
+.PHONY: help setup tools dist control-plane test test-images test-unit test-render test-render-helm3 test-properties test-cluster test-example \
         lint snapshots demo docs clean repo release-check bench
 
 help:  ## list targets
@@ -53,7 +53,7 @@ demo: setup control-plane  ## the main job: embedded cluster + tensorflow-dist -
 test: setup control-plane  ## every tier CI runs
 	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties examples -p no:cacheprovider \
 	  --junitxml=reports/junit.xml
-	$(PYTEST) tests/repo tests/cluster -p no:cacheprovider --junitxml=reports/junit-cluster.xml
+	$(PYTEST) tests/repo tests/cluster tests/images -p no:cacheprovider --junitxml=reports/junit-cluster.xml
 	$(PYTEST) $(PARALLEL) tests/render -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
 
 test-unit: setup  ## unit tier
@@ -64,6 +64,10 @@ test-render: setup  ## render tier (every chart x scenario x Kubernetes version)
 
 test-render-helm3: setup  ## render tier under Helm 3
 	$(PYTEST) $(PARALLEL) tests/render --dlcharts-helm $(HELM3)
+
+test-images: setup  ## local registry and helper image (mmdebstrap, umoci, crane; as root)
+	bash ci/build-control-plane.sh registry crane >/dev/null
+	$(PYTEST) tests/images
 
 test-properties: setup  ## property tier (hypothesis over values)
 	$(PYTEST) $(PARALLEL) tests/properties

@@ -10,6 +10,7 @@ build/bench/<part>.json; report.py turns those into bench/results.md. Parts:
   scheduling       helm install -> every pod bound on the embedded cluster (bench/scheduling.py)
   scheduling_qps   the same for 1000 workers at the controller-manager's and scheduler's default API rate limit (20/s)
   suite_times      wall time of each test tier (bench/suite_times.py)
+  images           cold/warm build and push of each local image (bench/images.py; root, mmdebstrap, umoci)
 
 Usage: .venv/bin/python bench/run.py [--parts validation,scale] [--report-only]
 """
@@ -33,6 +34,7 @@ PARTS: dict[str, list[str]] = {
     "scheduling": ["bench/scheduling.py"],
     "scheduling_qps": ["bench/scheduling.py", "--workers", "1000", "--controller-qps", "20"],
     "suite_times": ["bench/suite_times.py"],
+    "images": ["bench/images.py"],
 }
 
 

@@ -282,7 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     release_cli.register(sub)  # release-check, repo build/keygen/verify
 
-    cluster_cli.register(sub)  # cluster build/up/down/status, demo
+    cluster_cli.register(sub)  # cluster build/up/down/status, registry up/down/status, demo
+    from dlcharts.images import cli as images_cli
+
+    images_cli.register(sub)  # images build [--push] [--list]
     return parser
 
 

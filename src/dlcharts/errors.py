@@ -33,6 +33,10 @@ class ClusterError(DLChartsError):
     """The cluster could not be started, reached, or did not reach the state waited for."""
 
 
+class ImageError(DLChartsError):
+    """An image could not be built or pushed (names the image, the step and its log)."""
+
+
 def invalid_yaml(path: object, exc: Exception) -> DLChartsError:
     """A one-line error for a YAML file that does not parse: the file, the line and the parser's complaint."""
     mark = getattr(exc, "problem_mark", None)

@@ -32,6 +32,24 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return 0 if running else 1
 
 
+def cmd_registry(args: argparse.Namespace) -> int:
+    from dlcharts.cluster import registry
+
+    reg = registry.Registry(port=args.port)
+    if args.action == "up":
+        started = time.monotonic()
+        state = reg.start()
+        print(f"{state.describe()} ({time.monotonic() - started:.1f}s)")
+        print(f"push and pull as {state.address}/<repository>:<tag> (plain HTTP on 127.0.0.1)")
+        return 0
+    if args.action == "down":
+        print("registry: stopped" if reg.stop() else "registry: was not running")
+        return 0
+    state = reg.status()
+    print(state.describe())
+    return 0 if state.running else 1
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from dlcharts.demo import run_demo
 
@@ -43,6 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cluster.add_argument("action", choices=["build", "up", "down", "status"])
     cluster.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
     cluster.set_defaults(func=cmd_cluster)
+
+    reg = sub.add_parser("registry", help="the local OCI registry (distribution v3) on 127.0.0.1 the node pulls from")
+    reg.add_argument("action", choices=["up", "down", "status"])
+    reg.add_argument(
+        "--port", type=int, default=None, help="port on 127.0.0.1 (default: $DLCHARTS_REGISTRY_PORT or free)"
+    )
+    reg.set_defaults(func=cmd_registry)
 
     demo = sub.add_parser("demo", help="embedded cluster + tensorflow-dist --set worker=N; where each worker landed")
     demo.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")

@@ -1,0 +1,272 @@
+"""A local OCI registry (distribution v3, built from the Go module proxy) on 127.0.0.1.
+
+The images of ``dlcharts images`` are pushed here and the node's kubelet pulls them from here, the way a
+user's cluster pulls from a mirror. The registry runs as one detached process; its storage, config, log
+and pid live under ``$DLCHARTS_CACHE/registry/`` (``~/.cache/dlcharts/registry``), so images survive a
+restart. Plain HTTP on 127.0.0.1 only, no auth (TLS and auth are a later step).
+
+    start()   start it (or reuse the running one) and return its status
+    stop()    stop it (storage is kept)
+    status()  whether it runs, and where
+
+The port is ``$DLCHARTS_REGISTRY_PORT`` (or the ``port`` argument); without one, a free port is taken
+and remembered in ``state.json``, so a restart keeps the address when the port is still free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from dlcharts.cluster.binaries import VERSIONS, build_script, cache_dir
+from dlcharts.errors import ClusterError
+
+DISTRIBUTION_VERSION = VERSIONS.get("DISTRIBUTION_VERSION", "")
+CRANE_VERSION = VERSIONS.get("CRANE_VERSION", "")
+PORT_ENV = "DLCHARTS_REGISTRY_PORT"
+_TOOLS = {"registry": "DISTRIBUTION_VERSION", "crane": "CRANE_VERSION"}
+#: registries this process started (pid -> process), reaped when stopped
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def tool_path(name: str, cache: Path | None = None) -> Path:
+    """Where the pinned ``registry`` or ``crane`` binary lives: ``bin/<name>-<version>/<name>``."""
+    version = VERSIONS.get(_TOOLS[name])
+    if not version:
+        raise ClusterError(f"versions.env has no {_TOOLS[name]} pin; add it under the '# images' block")
+    root = cache if cache is not None else cache_dir()
+    return root / "bin" / f"{name}-{version}" / name
+
+
+def require_tool(name: str, cache: Path | None = None, *, build: bool = True) -> Path:
+    """The pinned ``registry`` or ``crane`` binary; built with ci/build-control-plane.sh when missing."""
+    path = tool_path(name, cache)
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    command = f"bash {build_script()} registry crane"
+    if not build:
+        raise ClusterError(f"{name} is not built (expected at {path}); build it with: {command}")
+    env = dict(os.environ)
+    env.setdefault("DLCHARTS_CACHE", str(cache if cache is not None else cache_dir()))
+    proc = subprocess.run(
+        ["bash", str(build_script()), "registry", "crane"], env=env, stdout=subprocess.DEVNULL, check=False
+    )
+    if proc.returncode != 0 or not path.is_file():
+        raise ClusterError(f"building {name} failed (exit code {proc.returncode}); run it by hand: {command}")
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class RegistryStatus:
+    running: bool
+    address: str  # host:port, "" when never started
+    pid: int | None
+    root: Path  # config, log, pid and state
+    storage: Path
+    log: Path
+
+    def describe(self) -> str:
+        state = f"running (pid {self.pid}) at {self.address}" if self.running else "not running"
+        return f"registry: {state}; storage {self.storage}; log {self.log}"
+
+
+class Registry:
+    """The local registry with its state under ``root`` (default ``<cache>/registry``); ``port`` None means
+    $DLCHARTS_REGISTRY_PORT, else the port used last time when it is free, else a free one."""
+
+    def __init__(self, root: Path | None = None, port: int | None = None) -> None:
+        self.root = root if root is not None else cache_dir() / "registry"
+        self.storage = self.root / "storage"
+        self.log = self.root / "registry.log"
+        self.pidfile = self.root / "registry.pid"
+        self.statefile = self.root / "state.json"
+        self.config = self.root / "config.yml"
+        env_port = os.environ.get(PORT_ENV, "")
+        if port is None and env_port:
+            if not env_port.isdigit() or not 0 < int(env_port) < 65536:
+                raise ClusterError(f"{PORT_ENV}={env_port!r} is not a port number (1-65535)")
+            port = int(env_port)
+        self.port = port
+
+    # ----- state
+    def _state(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.statefile.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _is_registry(pid) else None
+
+    def status(self) -> RegistryStatus:
+        pid = self._pid()
+        address = str(self._state().get("address", ""))
+        running = pid is not None and bool(address) and _responds(address)
+        return RegistryStatus(running, address, pid, self.root, self.storage, self.log)
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / ".lock").open("w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
+
+    # ----- start / stop
+    def start(self, timeout: float = 30) -> RegistryStatus:
+        with self._lock():
+            current = self.status()
+            if current.running:
+                wanted = self.port
+                if wanted is None or current.address.endswith(f":{wanted}"):
+                    return current
+                self._stop()
+            binary = require_tool("registry")
+            port = self.port or _remembered_port(self._state()) or _free_port()
+            address = f"127.0.0.1:{port}"
+            if not _port_free(port):
+                raise ClusterError(
+                    f"port {port} on 127.0.0.1 is taken; free it or choose another with {PORT_ENV}=<port>"
+                )
+            self.storage.mkdir(parents=True, exist_ok=True)
+            self.config.write_text(_config_yaml(address, self.storage))
+            with self.log.open("ab") as log:
+                proc = subprocess.Popen(
+                    [str(binary), "serve", str(self.config)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                )
+            _STARTED[proc.pid] = proc
+            self.pidfile.write_text(f"{proc.pid}\n")
+            self.statefile.write_text(json.dumps({"address": address, "version": DISTRIBUTION_VERSION}) + "\n")
+            deadline = time.monotonic() + timeout
+            while not _responds(address):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    self._stop()
+                    why = f"exited with code {proc.returncode}" if proc.returncode is not None else "did not answer"
+                    raise ClusterError(
+                        f"the registry {why} on {address} within {timeout:.0f}s; last log lines:\n{_tail(self.log)}"
+                    )
+                time.sleep(0.1)
+            return self.status()
+
+    def stop(self) -> bool:
+        """Stop the registry; True when one was running. Storage stays."""
+        with self._lock():
+            return self._stop()
+
+    def _stop(self, timeout: float = 15) -> bool:
+        pid = self._pid()
+        self.pidfile.unlink(missing_ok=True)
+        if pid is None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        child = _STARTED.pop(pid, None)
+        if child is not None:  # started by this process: reap it, so that no zombie is left behind
+            child.wait()
+        return True
+
+
+def _config_yaml(address: str, storage: Path) -> str:
+    # JSON is YAML: no hand-quoting of paths.
+    config = {
+        "version": 0.1,
+        "log": {"level": "info", "formatter": "text", "accesslog": {"disabled": True}},
+        "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}},
+        "http": {"addr": address},
+    }
+    return json.dumps(config, indent=2) + "\n"
+
+
+def _remembered_port(state: dict[str, object]) -> int | None:
+    address = str(state.get("address", ""))
+    port = address.rpartition(":")[2]
+    if port.isdigit() and _port_free(int(port)):
+        return int(port)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    """Whether a server can listen on 127.0.0.1:port (SO_REUSEADDR, as Go's listeners: TIME_WAIT is fine)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _responds(address: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as resp:  # noqa: S310 (our own http URL)
+            return int(resp.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _is_registry(pid: int) -> bool:
+    """Whether ``pid`` runs a pinned registry binary (guards against pid reuse)."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return Path(exe).name == "registry" and _alive(pid)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def start(port: int | None = None, root: Path | None = None) -> RegistryStatus:
+    return Registry(root, port).start()
+
+
+def stop(root: Path | None = None) -> bool:
+    return Registry(root).stop()
+
+
+def status(root: Path | None = None) -> RegistryStatus:
+    return Registry(root).status()

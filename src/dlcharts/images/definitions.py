@@ -1,0 +1,106 @@
+"""What each local image holds: a Debian suite and packages, PyPI requirements, and the image config.
+
+Each image stands in for an image the charts' values.yaml names, under the same repository path and tag
+where that is honest, so pointing a chart at the local registry changes only the registry part. Where
+the tag must differ, ``differs`` says why (it is printed by ``dlcharts images build --list``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: Debian suites the images are built from: the Python and glibc they ship, which decide the wheels.
+SUITES: dict[str, tuple[str, str]] = {
+    "bookworm": ("3.11", "2.36"),
+    "trixie": ("3.13", "2.41"),
+}
+
+VENV = "/opt/venv"
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# busybox's applets that Debian's own packages do not provide (nslookup above all, which the charts'
+# peer-wait script runs and whose "Name:" lines it reads), linked into /usr/local/bin. Run by
+# mmdebstrap as a customize hook: $1 is the root file system.
+_BUSYBOX_APPLETS = (
+    'for a in $(chroot "$1" /usr/bin/busybox --list); do '
+    'for d in usr/local/bin usr/bin usr/sbin; do [ -e "$1/$d/$a" ] && continue 2; done; '
+    'ln -s /usr/bin/busybox "$1/usr/local/bin/$a"; done'
+)
+
+# One package set for every image: they share one root file system layer, so a node pulls it once.
+_BASE_PACKAGES = ("busybox", "ca-certificates", "python3", "python3-venv")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageDef:
+    """One image: a root file system from ``suite`` + ``packages`` (one layer), and when ``requirements``
+    is not empty, a second layer with a virtual environment at /opt/venv holding them (installed
+    offline from wheels downloaded on the host)."""
+
+    name: str
+    repository: str
+    tag: str
+    stands_for: str  # the values.yaml image it replaces
+    suite: str = "trixie"
+    packages: tuple[str, ...] = _BASE_PACKAGES
+    hooks: tuple[str, ...] = (_BUSYBOX_APPLETS,)
+    requirements: tuple[str, ...] = ()
+    cmd: tuple[str, ...] = ("sh",)
+    user: str = "1000:1000"
+    workdir: str = "/"
+    env: tuple[str, ...] = ()
+    differs: str = ""
+    check: str = ""
+    #: "<chart>:<values path>" of every image value this image stands for (tests/images checks the names)
+    values: tuple[str, ...] = ()  # a command run in the finished root file system to prove it works
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+    @property
+    def python(self) -> str:
+        return SUITES[self.suite][0]
+
+    @property
+    def glibc(self) -> str:
+        return SUITES[self.suite][1]
+
+    def config_env(self) -> tuple[str, ...]:
+        path = f"{VENV}/bin:{_PATH}" if self.requirements else _PATH
+        return (f"PATH={path}", "LANG=C.UTF-8", "HOME=/tmp", *self.env)
+
+
+IMAGES: dict[str, ImageDef] = {
+    image.name: image
+    for image in (
+        ImageDef(
+            name="busybox",
+            repository="busybox",
+            tag="1.37.0",
+            stands_for="peerWait.image busybox:1.37.0 (peer-wait init container, helm test pod; every training chart)",
+            check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
+            values=tuple(
+                f"{chart}:peerWait.image"
+                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
+            ),
+            differs=(
+                "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
+                "Debian minbase with python3, not the upstream static busybox image (larger: it is the root layer "
+                "the framework images share)"
+            ),
+        ),
+        ImageDef(
+            name="tensorflow",
+            repository="tensorflow/tensorflow",
+            tag="2.21.0",
+            stands_for="tensorflow-dist defaults.image tensorflow/tensorflow:2.21.0-gpu",
+            requirements=("tensorflow-cpu==2.21.0",),
+            cmd=("python3",),
+            values=("tensorflow-dist:defaults.image",),
+            env=("TF_CPP_MIN_LOG_LEVEL=1",),
+            check="python3 -c 'import tensorflow as tf; assert tf.__version__ == \"2.21.0\", tf.__version__'",
+            differs="CPU build (PyPI tensorflow-cpu 2.21.0): the tag is the upstream CPU tag 2.21.0, not 2.21.0-gpu",
+        ),
+    )
+}

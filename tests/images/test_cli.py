@@ -1,0 +1,50 @@
+"""`dlcharts registry` and `dlcharts images` from the command line (the parts that need no build)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dlcharts.cli import main
+
+
+def test_registry_status_when_not_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DLCHARTS_CACHE", str(tmp_path))
+    assert main(["registry", "status"]) == 1
+    out = capsys.readouterr().out
+    assert "registry: not running" in out and str(tmp_path / "registry" / "storage") in out
+
+
+def test_images_list_names_each_local_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["images", "build", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "busybox: busybox:1.37.0 (Debian trixie, Python 3.13)" in out
+    assert "tensorflow: tensorflow/tensorflow:2.21.0 (Debian trixie, Python 3.13)" in out
+    assert "not 2.21.0-gpu" in out  # where the tag differs from the chart's, it says so
+
+
+def test_unknown_image_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["images", "build", "tensorflo"]) == 2
+    assert "unknown image tensorflo; known: busybox, tensorflow" in capsys.readouterr().out
+
+
+def test_local_images_keep_the_charts_repository_and_tag() -> None:
+    """Pointing a chart at the local registry changes the registry part only (a differing tag is explained)."""
+    import yaml
+
+    from dlcharts.images import IMAGES
+
+    charts = Path(__file__).resolve().parents[2] / "charts"
+    for image in IMAGES.values():
+        assert image.values, f"{image.name}: names no chart value"
+        for where in image.values:
+            chart, _, path = where.partition(":")
+            value = yaml.safe_load((charts / chart / "values.yaml").read_text())
+            for key in path.split("."):
+                value = value[key]
+            assert value["repository"] == image.repository, where
+            if value["tag"] != image.tag:
+                assert f"not {value['tag']}" in image.differs, where
