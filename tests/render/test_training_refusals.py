@@ -176,8 +176,11 @@ def test_mpi_amount_resource_gives_one_slot(chart, render):
                                 "release-worker-1.release.default.svc", "slots=1"]  # fmt: skip
 
 
-@pytest.mark.parametrize(("resource", "nproc"), [("nvidia.com/gpu.shared", "4"), ("nvidia.com/mig-1g.10gb", "4"),
-                                                 ("nvidia.com/gpucores", "1"), ("nvidia.com/gpumem-percentage", "1")])  # fmt: skip
+DEVICES_AND_AMOUNTS = [("nvidia.com/gpu.shared", "4"), ("nvidia.com/mig-1g.10gb", "4"), ("nvidia.com/gpucores", "1"),
+                       ("nvidia.com/gpumem-percentage", "1"), ("tencent.com/vcuda-core", "1")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("resource", "nproc"), DEVICES_AND_AMOUNTS)
 def test_devices_and_amounts_give_the_same_processes_in_pytorch_and_mpi(resource, nproc, render):
     settings = [f"defaults.gpu.resource={resource}", "defaults.gpu.count=4"]
     job = render(CHARTS / "pytorch-dist", set=settings).get("Job", "release-worker").body
@@ -227,8 +230,8 @@ def test_negative_gpu_count_message_is_about_the_number(chart, setting, render):
 @pytest.mark.parametrize("chart", TRAINING)
 def test_null_in_a_role_keeps_the_default(chart, render):
     plain = render(CHARTS / chart)
-    nulled = render(CHARTS / chart, values={"roles": {"worker": {"gpu": {"count": None}, "image": {"tag": None},
-                                                                 "resources": {"limits": {"memory": None}}}}})  # fmt: skip
+    worker = {"gpu": {"count": None}, "image": {"tag": None}, "resources": {"limits": {"memory": None}}}
+    nulled = render(CHARTS / chart, values={"roles": {"worker": worker}})
     assert nulled.get("Job", "release-worker").body == plain.get("Job", "release-worker").body
 
 
@@ -247,7 +250,7 @@ def test_notes_name_the_namespace_in_every_command(chart, chart_renderer, tmp_pa
     proc = helm4.run(["install", "t", str(CHARTS / chart), "-n", "team-ml", "--dry-run=client"],
                      env={"KUBECONFIG": str(tmp_path / "no-cluster")})  # fmt: skip
     notes = proc.stdout.split("NOTES:", 1)[1]
-    commands = [line for line in notes.splitlines() if re.match(r"\s+(kubectl|helm) ", line) or "`helm uninstall" in line]
+    commands = [line for line in notes.splitlines() if re.match(r"\s+(kubectl|helm) ", line) or "`helm un" in line]
     assert any("helm uninstall t -n team-ml" in line for line in commands), notes
     for line in commands:
         assert "-n team-ml" in line, line
