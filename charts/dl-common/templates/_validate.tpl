@@ -90,9 +90,10 @@ peer-wait init containers and the helm test pod; dl-common.validate.image). Trai
 
 {{/*
 dl-common.validate.role: the errors in one role's merged "settings" (dl-common.values.role), each naming
-the values path it comes from (roles.<role>.x or defaults.x) and the fix: empty or "latest" image
-repository/tag; a GPU count that is not a whole number; the GPU resource also written into
-resources.requests/limits; an env name set twice in the final container env (the chart's "env" and
+the values path it comes from (roles.<role>.x or defaults.x) and the fix: the image (dl-common.validate.image:
+empty or "latest", a repository carrying a tag or digest); a GPU count that is not set or not a whole
+number; the GPU resource also written into resources.requests/limits; /dev/shm and /tmp sizes
+(dl-common.validate.scratch); an env name set twice in the final container env (the chart's "env" and
 "watch" as given to dl-common.job.indexed, plus settings.env); a schedulerName that contradicts the gang
 scheduler; maxFailedIndexes without backoffLimitPerIndex. Messages name the values path (defaults.x or
 roles.<role>.x) and not the role, so a chart can `uniq` the list when several roles inherit one mistake.
