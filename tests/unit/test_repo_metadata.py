@@ -137,19 +137,25 @@ def test_artifacthub_images_must_match_values(broken, renderer):
     assert "artifacthub.io/license is 'MIT'; set it to 'Apache-2.0'" in problems
 
 
+def chart_version(chart: Path) -> str:
+    return str(yaml.safe_load((chart / "Chart.yaml").read_text())["version"])
+
+
 def test_changelog_must_lead_with_the_chart_version(broken):
-    edit_meta(broken, version="0.2.0")
+    major, minor, _ = chart_version(broken).split(".")
+    new = f"{major}.{int(minor) + 1}.0"  # a version the copy's CHANGELOG has no entry for yet
+    edit_meta(broken, version=new)
     problems = "\n".join(problems_of(broken))
-    assert "[changelog] pytorch-dist: CHANGELOG.md has no `## [0.2.0] - YYYY-MM-DD` entry" in problems
+    assert f"[changelog] pytorch-dist: CHANGELOG.md has no `## [{new}] - YYYY-MM-DD` entry" in problems
     changelog = broken / "CHANGELOG.md"
-    changelog.write_text(changelog.read_text().replace("## [Unreleased]\n", "## [Unreleased]\n\n## [0.2.0]\n"))
+    changelog.write_text(changelog.read_text().replace("## [Unreleased]\n", f"## [Unreleased]\n\n## [{new}]\n"))
     problems = "\n".join(problems_of(broken))
-    assert "entry for 0.2.0 has no release date" in problems and "entry for 0.2.0 lists no change" in problems
-    assert "artifacthub.io/changes" in problems  # the annotation still describes 0.1.0
+    assert f"entry for {new} has no release date" in problems and f"entry for {new} lists no change" in problems
+    assert "artifacthub.io/changes" in problems  # the annotation still describes the previous version
 
 
 def test_missing_changelog_names_the_fix(broken):
     (broken / "CHANGELOG.md").unlink()
-    assert "[changelog] pytorch-dist: pytorch-dist/CHANGELOG.md is missing; start it with a `## [0.1.0]" in "\n".join(
-        problems_of(broken)
-    )
+    version = chart_version(broken)
+    expected = f"[changelog] pytorch-dist: pytorch-dist/CHANGELOG.md is missing; start it with a `## [{version}]"
+    assert expected in "\n".join(problems_of(broken))

@@ -125,27 +125,17 @@ data:
 {{- end -}}
 
 {{/*
-dl-common.mpi.wholeGpu: "true" when a role requests whole GPU devices (nvidia.com/gpu,
-nvidia.com/gpu.shared, nvidia.com/mig-*, amd.com/gpu, ...), "" when it requests none or an amount
-resource (HAMi nvidia.com/gpumem, nvidia.com/gpumem-percentage, nvidia.com/gpucores, aliyun.com/gpu-mem),
-whose count is not a number of GPUs.
-  {{ include "dl-common.mpi.wholeGpu" (dict "settings" $s) }}
-*/}}
-{{- define "dl-common.mpi.wholeGpu" -}}
-{{- $gpu := .settings.gpu | default dict -}}
-{{- $res := $gpu.resource | default "nvidia.com/gpu" -}}
-{{- if and (gt (int (include "dl-common.resources.gpuCount" .)) 0) (not (regexMatch "(mem|cores|percentage)" $res)) -}}true{{- end -}}
-{{- end -}}
-
-{{/*
-dl-common.mpi.slots: MPI slots (ranks) of a worker pod: its GPU count when it requests whole GPUs, else
-mpi.slots, else 1. (A mpi.slots that contradicts the GPU count is rejected by dl-common.mpi.validate.)
+dl-common.mpi.slots: MPI slots (ranks) of a worker pod: the processes its GPU request implies
+(dl-common.resources.gpu "procs") when it requests whole GPU devices, else mpi.slots, else 1. A pod with an
+amount resource (e.g. HAMi nvidia.com/gpumem) has a share of one GPU: one slot unless mpi.slots says more.
+(A mpi.slots that contradicts a device count is rejected by dl-common.mpi.validate.)
   {{ include "dl-common.mpi.slots" (dict "settings" $workerSettings "context" $) }}
 */}}
 {{- define "dl-common.mpi.slots" -}}
 {{- $slots := .context.Values.mpi.slots -}}
-{{- if include "dl-common.mpi.wholeGpu" . -}}
-{{- include "dl-common.resources.gpuCount" . -}}
+{{- $gpu := include "dl-common.resources.gpu" . | fromJson -}}
+{{- if gt (int $gpu.devices) 0 -}}
+{{- int $gpu.procs -}}
 {{- else if not (kindIs "invalid" $slots) -}}
 {{- int $slots -}}
 {{- else -}}
@@ -154,12 +144,12 @@ mpi.slots, else 1. (A mpi.slots that contradicts the GPU count is rejected by dl
 {{- end -}}
 
 {{/*
-dl-common.mpi.launcherRanks: the ranks the launcher runs itself: its GPU count when it requests GPUs (it
-is then the first host of the hostfile and also runs sshd), else 0.
+dl-common.mpi.launcherRanks: the ranks the launcher runs itself: its whole GPU devices when it requests
+some (dl-common.resources.gpu; it is then the first host of the hostfile and also runs sshd), else 0.
   {{ include "dl-common.mpi.launcherRanks" (dict "settings" $launcherSettings) }}
 */}}
 {{- define "dl-common.mpi.launcherRanks" -}}
-{{- if include "dl-common.mpi.wholeGpu" . -}}{{ include "dl-common.resources.gpuCount" . }}{{- else -}}0{{- end -}}
+{{- int (include "dl-common.resources.gpu" . | fromJson).devices -}}
 {{- end -}}
 
 {{/*
@@ -606,7 +596,7 @@ role's securityContext minus added capabilities, and resources mpi.setup.resourc
 {{- end -}}
 - name: mpi-setup
   image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
-  imagePullPolicy: {{ $s.image.pullPolicy | default "IfNotPresent" }}
+  imagePullPolicy: {{ ($s.image | default dict).pullPolicy | default "IfNotPresent" }}
   command: ["/bin/sh", "/etc/mpi/mpi-setup.sh"]
   env:
     - name: MPI_SSH_DIR
@@ -616,7 +606,7 @@ role's securityContext minus added capabilities, and resources mpi.setup.resourc
     - name: MPI_HOME
       value: {{ $paths.home | quote }}
   resources:
-    {{- toYaml .context.Values.mpi.setup.resources | nindent 4 }}
+    {{- include "dl-common.values.merge" (dict "override" .context.Values.mpi.setup.resources) | fromJson | toYaml | nindent 4 }}
   {{- with $sc }}
   securityContext:
     {{- toYaml . | nindent 4 }}
@@ -746,17 +736,41 @@ naming the value path and the fix:
 - sshd as root without the capabilities its privilege separation needs (SYS_CHROOT, SETUID, SETGID), on
   the workers and on a launcher that runs ranks (AUDIT_WRITE is only needed by sshd builds with Linux audit
   support, e.g. RHEL's, so it is not required);
-- mpi.user.home not an absolute directory other than /.
-  {{- $errors = include "dl-common.mpi.validate" (dict "errors" $errors "launcher" $ls "worker" $ws "context" $) | fromJsonArray -}}
+- mpi.user.home not an absolute directory other than /;
+- a command (defaults.command, roles.launcher.command, roles.worker.command) or worker args
+  (defaults.args, roles.worker.args) while mpi.replaceEntrypoint is false: a command replaces the
+  launcher's wrapper (mpi-launcher.sh: waits for the workers' sshd, runs the launch line, releases the
+  workers) or the workers' sshd (mpi-sshd.sh, through which every rank starts), and sshd takes no
+  arguments, so the job would run no rank or silently ignore the args. The message names "program", the
+  chart's value for the program every rank runs (e.g. "horovod.command"). roles.launcher.args (the whole
+  launch line, still run by the wrapper) stays allowed.
+  {{- $errors = include "dl-common.mpi.validate" (dict "errors" $errors "launcher" $ls "worker" $ws "program" "horovod.command" "context" $) | fromJsonArray -}}
 */}}
 {{- define "dl-common.mpi.validate" -}}
 {{- $errors := .errors -}}
 {{- $ctx := .context -}}
 {{- $mpi := $ctx.Values.mpi -}}
+{{- if not $mpi.replaceEntrypoint -}}
+{{- $what := dict
+  "defaults" "the launcher's wrapper (it waits for the workers' sshd, runs mpirun/horovodrun, releases the workers) and the workers' sshd (through which every rank starts), so every pod would run it alone, outside MPI"
+  "launcher" "the launcher's wrapper (it waits for the workers' sshd, runs mpirun/horovodrun, releases the workers), so it would run once, outside mpirun"
+  "worker" "the workers' sshd, through which mpirun starts every rank, so no rank could start" -}}
+{{- range $role := list "launcher" "worker" -}}
+{{- $s := index $ $role -}}
+{{- if $s.command -}}
+{{- $path := include "dl-common.values.path" (dict "role" $role "key" "command" "context" $ctx) -}}
+{{- $errors = append $errors (printf "%s is set, which replaces %s. Put the program every rank runs in %s; to replace the entrypoint anyway (you then run sshd, wait for and release the workers yourself), set mpi.replaceEntrypoint=true." $path (get $what (ternary "defaults" $role (hasPrefix "defaults." $path))) $.program) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $.worker.args (not $.worker.command) -}}
+{{- $path := include "dl-common.values.path" (dict "role" "worker" "key" "args" "context" $ctx) -}}
+{{- $errors = append $errors (printf "%s reaches the MPI workers, whose sshd takes no arguments, so it would be ignored there. Put the program every rank runs in %s; to replace the launcher's whole launch line set roles.launcher.args instead." $path $.program) -}}
+{{- end -}}
+{{- end -}}
 {{- $ws := .worker -}}
-{{- $gpus := int (include "dl-common.resources.gpuCount" (dict "settings" $ws)) -}}
+{{- $gpus := int (include "dl-common.resources.gpu" (dict "settings" $ws) | fromJson).devices -}}
 {{- $gpuPath := include "dl-common.values.path" (dict "role" "worker" "key" "gpu.count" "context" $ctx) -}}
-{{- if and (not (kindIs "invalid" $mpi.slots)) (include "dl-common.mpi.wholeGpu" (dict "settings" $ws)) -}}
+{{- if and (not (kindIs "invalid" $mpi.slots)) (gt $gpus 0) -}}
 {{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (ne (int $mpi.slots) $gpus) "message" (printf "mpi.slots is %v but each worker requests %d %s (%s); MPI runs one rank per GPU, so the hostfile's slots are the GPU count. Leave mpi.slots null (it then follows the GPU count) or make the two equal." $mpi.slots $gpus ($ws.gpu.resource | default "nvidia.com/gpu") $gpuPath)) | fromJsonArray -}}
 {{- end -}}
 {{- $uids := dict -}}

@@ -134,10 +134,11 @@ empty or peerWait.enabled is false).
 */}}
 {{- define "dl-common.peers.waitContainer" -}}
 {{- $pw := .context.Values.peerWait -}}
+{{- $image := $pw.image | default dict -}}
 {{- if and $pw.enabled (gt (int (include "dl-common.peers.total" .)) 0) -}}
 - name: peer-wait
-  image: {{ include "dl-common.pod.image" (dict "image" $pw.image) | quote }}
-  imagePullPolicy: {{ $pw.image.pullPolicy | default "IfNotPresent" }}
+  image: {{ include "dl-common.pod.image" (dict "image" $image) | quote }}
+  imagePullPolicy: {{ $image.pullPolicy | default "IfNotPresent" }}
   command: ["/bin/sh", "-c"]
   args:
     - |
@@ -145,7 +146,7 @@ empty or peerWait.enabled is false).
   env:
     {{- include "dl-common.peers.waitEnv" (dict "roles" .roles "timeout" $pw.timeoutSeconds "context" .context) | nindent 4 }}
   resources:
-    {{- toYaml $pw.resources | nindent 4 }}
+    {{- include "dl-common.values.merge" (dict "override" $pw.resources) | fromJson | toYaml | nindent 4 }}
   {{- with .settings.securityContext }}
   securityContext:
     {{- toYaml . | nindent 4 }}
@@ -164,6 +165,7 @@ resolves (run it while the job is running; finished pods leave DNS). Uses the pe
 {{- $ctx := .context -}}
 {{- if $ctx.Values.tests.enabled -}}
 {{- $pw := $ctx.Values.peerWait -}}
+{{- $image := $pw.image | default dict -}}
 apiVersion: v1
 kind: Pod
 metadata:
@@ -187,8 +189,8 @@ spec:
   {{- end }}
   containers:
     - name: test-peers
-      image: {{ include "dl-common.pod.image" (dict "image" $pw.image) | quote }}
-      imagePullPolicy: {{ $pw.image.pullPolicy | default "IfNotPresent" }}
+      image: {{ include "dl-common.pod.image" (dict "image" $image) | quote }}
+      imagePullPolicy: {{ $image.pullPolicy | default "IfNotPresent" }}
       command: ["/bin/sh", "-c"]
       args:
         - |
@@ -196,7 +198,7 @@ spec:
       env:
         {{- include "dl-common.peers.waitEnv" (dict "roles" .roles "timeout" $ctx.Values.tests.timeoutSeconds "context" $ctx) | nindent 8 }}
       resources:
-        {{- toYaml $pw.resources | nindent 8 }}
+        {{- include "dl-common.values.merge" (dict "override" $pw.resources) | fromJson | toYaml | nindent 8 }}
       {{- with .settings.securityContext }}
       securityContext:
         {{- toYaml . | nindent 8 }}

@@ -3,7 +3,8 @@ dl-common.pod.image: "<repository>:<tag>" of an image dict {repository, tag, pul
   image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
 */}}
 {{- define "dl-common.pod.image" -}}
-{{- printf "%s:%s" (.image.repository | default "") (toString (.image.tag | default "")) -}}
+{{- $image := .image | default dict -}}
+{{- printf "%s:%s" ($image.repository | default "") (toString ($image.tag | default "")) -}}
 {{- end -}}
 
 {{/*
@@ -161,7 +162,7 @@ mounts, the chart's "volumeMounts" and settings.volumeMounts.
 {{- $s := .settings -}}
 - name: {{ .role }}
   image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
-  imagePullPolicy: {{ $s.image.pullPolicy | default "IfNotPresent" }}
+  imagePullPolicy: {{ ($s.image | default dict).pullPolicy | default "IfNotPresent" }}
   {{- with (include "dl-common.pod.command" . | trim) }}
   {{- . | nindent 2 }}
   {{- end }}

@@ -31,7 +31,11 @@ dl-common.validate.releaseName: the error for a release name too long for the lo
 {{- define "dl-common.validate.releaseName" -}}
 {{- $name := include "dl-common.names.fullname" . -}}
 {{- $max := sub 63 (len .longestSuffix) | int -}}
-{{- include "dl-common.validate.collect" (dict "errors" .errors "when" (gt (len $name) $max) "message" (printf "release name %q is %d characters; names derived from it (e.g. %s%s) must stay within 63. Use a release name of at most %d characters or set fullnameOverride." $name (len $name) $name .longestSuffix $max)) -}}
+{{- $message := printf "release name %q is %d characters; names derived from it (e.g. %s%s) must stay within 63. Use a release name of at most %d characters or set fullnameOverride." $name (len $name) $name .longestSuffix $max -}}
+{{- if .context.Values.fullnameOverride -}}
+{{- $message = printf "fullnameOverride %q is %d characters; names derived from it (e.g. %s%s) must stay within 63. Set fullnameOverride to at most %d characters." $name (len $name) $name .longestSuffix $max -}}
+{{- end -}}
+{{- include "dl-common.validate.collect" (dict "errors" .errors "when" (gt (len $name) $max) "message" $message) -}}
 {{- end -}}
 
 {{/*
@@ -44,7 +48,11 @@ within 63 characters (checked with dl-common.validate.releaseName).
 {{- define "dl-common.validate.names" -}}
 {{- $errors := .errors -}}
 {{- $name := include "dl-common.names.fullname" . -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name)) "message" (printf "release name %q (or fullnameOverride) must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter, no dots; it names the headless Service every pod uses as subdomain. Choose another release name or set fullnameOverride." $name)) | fromJsonArray -}}
+{{- $message := printf "release name %q must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter, no dots; it names the headless Service every pod uses as subdomain. Choose another release name or set fullnameOverride to such a label." $name -}}
+{{- if .context.Values.fullnameOverride -}}
+{{- $message = printf "fullnameOverride is %q, which is not a DNS-1035 label: use lowercase letters, digits and '-', starting with a letter, no dots (e.g. %q); it names the headless Service every pod uses as subdomain." $name (include "dl-common.validate.dnsLabel" (dict "name" $name)) -}}
+{{- end -}}
+{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name)) "message" $message) | fromJsonArray -}}
 {{- $longest := "" -}}
 {{- range $role, $count := .roles -}}
 {{- if gt (int $count) 0 -}}
@@ -58,10 +66,34 @@ within 63 characters (checked with dl-common.validate.releaseName).
 {{- end -}}
 
 {{/*
+dl-common.validate.dnsLabel: "name" made into a DNS-1035 label (lowercase; characters other than letters,
+digits and '-' become '-'; leading non-letters and trailing '-' dropped), for the fix a message suggests.
+  {{ include "dl-common.validate.dnsLabel" (dict "name" "My_Job") }}   -> my-job
+*/}}
+{{- define "dl-common.validate.dnsLabel" -}}
+{{- $label := regexReplaceAll "[^a-z0-9-]" (lower .name) "-" -}}
+{{- $label = regexReplaceAll "^[^a-z]+" $label "" | trunc 63 -}}
+{{- regexReplaceAll "-+$" $label "" | default "train" -}}
+{{- end -}}
+
+{{/*
+dl-common.validate.release: the errors in the values every role shares: the names derived from the release
+(dl-common.validate.names, "roles": role -> count) and the helper image peerWait.image (used by the
+peer-wait init containers and the helm test pod; dl-common.validate.image). Training charts call it once.
+  {{- $errors = include "dl-common.validate.release" (dict "errors" $errors "roles" $roles "context" $) | fromJsonArray -}}
+*/}}
+{{- define "dl-common.validate.release" -}}
+{{- $errors := include "dl-common.validate.names" . | fromJsonArray -}}
+{{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" .context.Values.peerWait.image "paths" (dict "repository" "peerWait.image.repository" "tag" "peerWait.image.tag")) | fromJsonArray -}}
+{{- toJson $errors -}}
+{{- end -}}
+
+{{/*
 dl-common.validate.role: the errors in one role's merged "settings" (dl-common.values.role), each naming
-the values path it comes from (roles.<role>.x or defaults.x) and the fix: empty or "latest" image
-repository/tag; a GPU count that is not a whole number; the GPU resource also written into
-resources.requests/limits; an env name set twice in the final container env (the chart's "env" and
+the values path it comes from (roles.<role>.x or defaults.x) and the fix: the image (dl-common.validate.image:
+empty or "latest", a repository carrying a tag or digest); a GPU count that is not set or not a whole
+number; the GPU resource also written into resources.requests/limits; /dev/shm and /tmp sizes
+(dl-common.validate.scratch); an env name set twice in the final container env (the chart's "env" and
 "watch" as given to dl-common.job.indexed, plus settings.env); a schedulerName that contradicts the gang
 scheduler; maxFailedIndexes without backoffLimitPerIndex. Messages name the values path (defaults.x or
 roles.<role>.x) and not the role, so a chart can `uniq` the list when several roles inherit one mistake.
@@ -72,15 +104,13 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $ctx := .context -}}
 {{- $role := .role -}}
 {{- $s := .settings -}}
-{{- $image := $s.image | default dict -}}
+{{- $paths := dict -}}
 {{- range $field := list "repository" "tag" -}}
-{{- $path := include "dl-common.values.path" (dict "role" $role "key" (printf "image.%s" $field) "context" $ctx) -}}
-{{- $v := toString (index $image $field | default "") -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (eq (trim $v) "") "message" (printf "%s is empty; set the image %s, e.g. --set %s=<%s>." $path $field $path $field)) | fromJsonArray -}}
+{{- $_ := set $paths $field (include "dl-common.values.path" (dict "role" $role "key" (printf "image.%s" $field) "context" $ctx)) -}}
 {{- end -}}
-{{- $tagPath := include "dl-common.values.path" (dict "role" $role "key" "image.tag" "context" $ctx) -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (eq (toString ($image.tag | default "")) "latest") "message" (printf "%s is \"latest\"; pin a published version tag so every pod runs the same image." $tagPath)) | fromJsonArray -}}
+{{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" $s.image "paths" $paths) | fromJsonArray -}}
 {{- $gpu := $s.gpu | default dict -}}
+{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (kindIs "invalid" $gpu.count) "message" (printf "%s is not set (null removes the chart's default from defaults); set the GPUs per pod, e.g. --set %s=1 (0 = no GPU)." (include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx)))) | fromJsonArray -}}
 {{- $count := $gpu.count | default 0 | float64 -}}
 {{- $resName := $gpu.resource | default "nvidia.com/gpu" -}}
 {{- $countPath := include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx) -}}
@@ -89,6 +119,7 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $block := index ($s.resources | default dict) $kind | default dict -}}
 {{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (hasKey $block $resName) "message" (printf "%s sets %s; GPUs are requested with gpu.count and gpu.resource only (rendered into limits). Remove it from resources and set %s." (include "dl-common.values.path" (dict "role" $role "key" (printf "resources.%s" $kind) "context" $ctx)) $resName $countPath)) | fromJsonArray -}}
 {{- end -}}
+{{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" $role "settings" $s "context" $ctx) | fromJsonArray -}}
 {{- $env := include "dl-common.pod.env" (dict "env" .env "watch" .watch "settings" $s "context" $ctx) | fromYamlArray -}}
 {{- $seen := dict -}}
 {{- $chartNames := dict -}}
@@ -111,5 +142,72 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- end -}}
 {{- $job := $s.job | default dict -}}
 {{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and (not (kindIs "invalid" $job.maxFailedIndexes)) (kindIs "invalid" $job.backoffLimitPerIndex)) "message" (printf "%s is set but backoffLimitPerIndex is null; Kubernetes accepts maxFailedIndexes only with backoffLimitPerIndex. Set %s or remove maxFailedIndexes." (include "dl-common.values.path" (dict "role" $role "key" "job.maxFailedIndexes" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "job.backoffLimitPerIndex" "context" $ctx)))) | fromJsonArray -}}
+{{- toJson $errors -}}
+{{- end -}}
+
+{{/*
+dl-common.validate.image: the errors of one image value {repository, tag} ("image"; "paths" maps
+repository and tag to the value paths the user set, for the messages): an empty repository or tag, the tag
+"latest", and a repository that carries a tag (a ":" after its last "/"; a registry port as in
+localhost:5000/team/app is fine) or a digest ("@"): the chart writes "<repository>:<tag>", so either would
+give a broken reference such as pytorch/pytorch:2.9.1:2.9.1. Training charts call it for every image value:
+the roles' (through dl-common.validate.role) and peerWait.image (dl-common.validate.release).
+  {{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" .Values.peerWait.image "paths" (dict "repository" "peerWait.image.repository" "tag" "peerWait.image.tag")) | fromJsonArray -}}
+*/}}
+{{- define "dl-common.validate.image" -}}
+{{- $errors := .errors -}}
+{{- $image := .image | default dict -}}
+{{- $paths := .paths -}}
+{{- range $field := list "repository" "tag" -}}
+{{- $path := get $paths $field -}}
+{{- $v := toString (index $image $field | default "") -}}
+{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (eq (trim $v) "") "message" (printf "%s is empty; set the image %s, e.g. --set %s=<%s>." $path $field $path $field)) | fromJsonArray -}}
+{{- end -}}
+{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (eq (toString ($image.tag | default "")) "latest") "message" (printf "%s is \"latest\"; pin a published version tag so every pod runs the same image." $paths.tag)) | fromJsonArray -}}
+{{- $repo := toString ($image.repository | default "") -}}
+{{- $name := regexReplaceAll "^.*/" $repo "" -}}
+{{- if contains "@" $repo -}}
+{{- $bare := regexReplaceAll "@.*$" $repo "" -}}
+{{- $errors = append $errors (printf "%s is %q, which carries a digest; the chart writes <repository>:<tag>, so set %s=%s and give the version in %s (a digest may follow the tag there: <tag>@sha256:<digest>)." $paths.repository $repo $paths.repository $bare $paths.tag) -}}
+{{- else if contains ":" $name -}}
+{{- $bare := regexReplaceAll ":[^:/]*$" $repo "" -}}
+{{- $tag := regexReplaceAll "^.*:" $repo "" -}}
+{{- $errors = append $errors (printf "%s is %q, which carries the tag %q; the chart appends %s, which would give %s:%s. Set %s=%s and %s.tag=%s." $paths.repository $repo $tag $paths.tag $repo (toString ($image.tag | default "")) $paths.repository $bare (trimSuffix ".repository" $paths.repository) $tag) -}}
+{{- end -}}
+{{- toJson $errors -}}
+{{- end -}}
+
+{{/*
+dl-common.validate.scratch: the errors in a role's /dev/shm and /tmp sizes (merged "settings"), each naming
+the value path the user set: a sizeLimit that is not a Kubernetes quantity with a unit
+(dl-common.quantity.size: "16" would be 16 bytes), and a /dev/shm larger than the role's memory limit
+(resources.limits.memory): /dev/shm is memory-backed and counts against that limit, so the pod would be
+OOM-killed before the volume fills. A memory limit that is not a quantity is reported too.
+  {{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" "worker" "settings" $s "context" $) | fromJsonArray -}}
+*/}}
+{{- define "dl-common.validate.scratch" -}}
+{{- $errors := .errors -}}
+{{- $ctx := .context -}}
+{{- $role := .role -}}
+{{- $s := .settings -}}
+{{- range $volume := list "shm" "tmp" -}}
+{{- $v := index $s $volume | default dict -}}
+{{- if and $v.enabled (not (kindIs "invalid" $v.sizeLimit)) -}}
+{{- $err := include "dl-common.quantity.size" (dict "value" $v.sizeLimit "path" (include "dl-common.values.path" (dict "role" $role "key" (printf "%s.sizeLimit" $volume) "context" $ctx))) -}}
+{{- if $err -}}{{- $errors = append $errors $err -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $shm := $s.shm | default dict -}}
+{{- $memory := (($s.resources | default dict).limits | default dict).memory -}}
+{{- if not (kindIs "invalid" $memory) -}}
+{{- $memoryPath := include "dl-common.values.path" (dict "role" $role "key" "resources.limits.memory" "context" $ctx) -}}
+{{- $limit := include "dl-common.quantity.parse" (dict "value" $memory) | fromJson -}}
+{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (not $limit.valid) "message" (printf "%s is %q, which is not a Kubernetes quantity; write a size with a unit, e.g. --set %s=16Gi." $memoryPath (toString $memory) $memoryPath)) | fromJsonArray -}}
+{{- if and $limit.valid $shm.enabled (not (kindIs "invalid" $shm.sizeLimit)) -}}
+{{- $size := include "dl-common.quantity.parse" (dict "value" $shm.sizeLimit) | fromJson -}}
+{{- $shmPath := include "dl-common.values.path" (dict "role" $role "key" "shm.sizeLimit" "context" $ctx) -}}
+{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and $size.valid (gt $size.number $limit.number)) "message" (printf "%s is %v but %s is %v: /dev/shm is memory-backed and counts against the memory limit, so the pod would be OOM-killed before /dev/shm fills. Raise %s or lower %s." $shmPath $shm.sizeLimit $memoryPath $memory $memoryPath $shmPath)) | fromJsonArray -}}
+{{- end -}}
+{{- end -}}
 {{- toJson $errors -}}
 {{- end -}}

@@ -1,15 +1,23 @@
 {{/*
 dl-common.values.merge: deep-merges "override" over "base" and returns the result as JSON.
 Maps merge key by key; any other value in "override" (lists, strings, numbers, false, 0, "") replaces
-the base value; a null in "override" keeps the base value (null = inherit).
+the base value; a null in "override" keeps the base value (null = inherit). A null in "base" is left out,
+so the result holds no null at any depth (null = not set; with an empty base this cleans a map).
   {{- $merged := include "dl-common.values.merge" (dict "base" .Values.defaults "override" .Values.roles.ps) | fromJson -}}
 */}}
 {{- define "dl-common.values.merge" -}}
-{{- $out := deepCopy (.base | default dict) -}}
+{{- $out := dict -}}
+{{- range $key, $value := (.base | default dict) -}}
+{{- if kindIs "map" $value -}}
+{{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" $value) | fromJson) -}}
+{{- else if not (kindIs "invalid" $value) -}}
+{{- $_ := set $out $key $value -}}
+{{- end -}}
+{{- end -}}
 {{- range $key, $value := (.override | default dict) -}}
 {{- $current := index $out $key -}}
-{{- if and (kindIs "map" $value) (kindIs "map" $current) -}}
-{{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" $current "override" $value) | fromJson) -}}
+{{- if kindIs "map" $value -}}
+{{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" (ternary $current dict (kindIs "map" $current)) "override" $value) | fromJson) -}}
 {{- else if not (kindIs "invalid" $value) -}}
 {{- $_ := set $out $key $value -}}
 {{- end -}}

@@ -7,7 +7,9 @@ pytorch-dist.roles: role -> pod count of this release, as JSON.
 {{- end -}}
 
 {{/*
-pytorch-dist.nproc: processes per pod: nprocPerNode, else the worker's GPU count, else 1.
+pytorch-dist.nproc: processes per pod: nprocPerNode, else the processes the worker's GPU request implies
+(dl-common.resources.gpu "procs": the GPU count for whole devices, 1 for an amount such as HAMi
+nvidia.com/gpumem or for no GPU; the same rule gives the MPI charts' slots).
   {{ include "pytorch-dist.nproc" (dict "settings" $s "context" $) }}
 */}}
 {{- define "pytorch-dist.nproc" -}}
@@ -15,7 +17,7 @@ pytorch-dist.nproc: processes per pod: nprocPerNode, else the worker's GPU count
 {{- if not (kindIs "invalid" $n) -}}
 {{- $n -}}
 {{- else -}}
-{{- max 1 (int (include "dl-common.resources.gpuCount" .)) -}}
+{{- int (include "dl-common.resources.gpu" . | fromJson).procs -}}
 {{- end -}}
 {{- end -}}
 
