@@ -430,31 +430,3 @@ missing (a present null gives "null").
 {{- end -}}
 {{- if $found -}}{{- toJson $node -}}{{- end -}}
 {{- end -}}
-
-{{/*
-gpu-device-plugin.validate.imageRepository: the error (a JSON list of at most one message) for an image
-repository that carries a tag (":v0.20.0" after the last "/") or a digest ("@sha256:..."): the chart appends
-the tag itself, so the reference would be broken. A registry port ("localhost:5000/x") is not a tag.
-Chart-local for now: a dl-common helper for the same rule in the training charts may replace it.
-  {{- $errors = concat $errors (include "gpu-device-plugin.validate.imageRepository" (dict "path" "image.repository" "repository" .Values.image.repository) | fromJsonArray) }}
-*/}}
-{{- define "gpu-device-plugin.validate.imageRepository" -}}
-{{- $repository := toString .repository -}}
-{{- $name := regexReplaceAll "@.*$" $repository "" -}}
-{{- $digest := trimPrefix $name $repository -}}
-{{- $last := last (splitList "/" $name) -}}
-{{- $tag := "" -}}
-{{- if contains ":" $last -}}
-{{- $tag = regexReplaceAll "^[^:]*:" $last "" -}}
-{{- $name = trimSuffix (printf ":%s" $tag) $name -}}
-{{- end -}}
-{{- $errors := list -}}
-{{- if or $tag $digest -}}
-{{- $tagPath := printf "%s.tag" (trimSuffix ".repository" .path) -}}
-{{- $carries := ternary (printf "the tag %q" $tag) (printf "the digest %q" (trimPrefix "@" $digest)) (ne $tag "") -}}
-{{- if and $tag $digest -}}{{- $carries = printf "the tag %q and the digest %q" $tag (trimPrefix "@" $digest) -}}{{- end -}}
-{{- $note := ternary " (the chart pins images by tag; it takes no digest)" "" (ne $digest "") -}}
-{{- $errors = append $errors (printf "%s: %q carries %s, but the chart appends %s to the repository itself, so the image reference would be broken. Give the repository alone and the tag separately: %s=%s and %s=%s%s." .path $repository $carries $tagPath .path $name $tagPath ($tag | default "<the tag of that digest>") $note) -}}
-{{- end -}}
-{{- toJson $errors -}}
-{{- end -}}
