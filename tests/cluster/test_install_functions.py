@@ -15,18 +15,10 @@ from cluster_env import CHARTS, POD_SECURITY_FILE
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
-from dlcharts.install import (
-    ChartSource,
-    daemonset_nodes,
-    is_gpu_resource,
-    job_outcome,
-    load_pod_security,
-    node_matches,
-    pod_gpus,
-    pod_security_for,
-    previous_chart,
-    stricter_level,
-)
+from dlcharts.install.podsecurity import load_pod_security, pod_security_for, stricter_level
+from dlcharts.install.releases import ChartSource, previous_chart
+from dlcharts.install.state import daemonset_nodes, job_outcome, node_matches, pod_gpus
+from dlcharts.policies import is_gpu_resource
 
 
 def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
