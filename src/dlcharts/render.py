@@ -296,6 +296,12 @@ def local_dependencies(chart: Path) -> list[Path]:
     return deps
 
 
+def is_linked(chart: Path, dependency: Path) -> bool:
+    """Whether ``<chart>/charts/`` holds a symbolic link to the ``file://`` dependency folder itself."""
+    link = chart / "charts" / dependency.name
+    return link.is_symlink() and link.resolve() == dependency.resolve()
+
+
 def chart_digest(chart: Path) -> str:
     """A hash of every file of a chart (and of its ``file://`` dependencies), ignoring vendored ``charts/``."""
     h = hashlib.sha256()

@@ -20,7 +20,7 @@ from dlcharts.helm import Helm
 from dlcharts.install.diagnostics import diagnostics
 from dlcharts.install.kube import Kube
 from dlcharts.install.podsecurity import namespace_level, pod_security_problems
-from dlcharts.render import Renderer
+from dlcharts.render import Renderer, is_linked, local_dependencies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,7 +180,7 @@ def release_manifest(release: Release) -> list[dict[str, Any]]:
 
 @dataclasses.dataclass(frozen=True)
 class PreviousChart:
-    chart: Path  # a chart folder ready to install (dependencies built)
+    chart: Path  # a chart folder ready to install (dependencies built or linked)
     version: str
     description: str  # where it came from, for reports
 
@@ -191,8 +191,9 @@ def previous_chart(helm: Helm, chart: Path, workdir: Path, base: str | None = No
     Definition: the chart as committed at the release checks' base (``dlcharts.release.changes.resolve_base``:
     the merge-base of HEAD with ``base``, default origin/main, else main) when its ``version`` there differs
     from the working tree's; otherwise (same version, chart new since the base, no git) the chart itself.
-    A base chart is exported with ``git archive`` (read-only) together with its ``file://`` dependencies and
-    gets ``helm dependency build`` in ``workdir``.
+    A base chart is exported with ``git archive`` (read-only) together with its ``file://`` dependencies into
+    ``workdir``, and gets ``helm dependency build`` there unless every such dependency is a committed link
+    (``charts/<dependency> -> ../../<dependency>``; a build would add a packaged copy beside it).
     """
     from dlcharts.release import changes
 
@@ -245,7 +246,8 @@ def previous_chart(helm: Helm, chart: Path, workdir: Path, base: str | None = No
     with tarfile.open(archive) as tar:
         tar.extractall(workdir, filter="data")
     old_chart = workdir / rel
-    dep = helm.run(["dependency", "build", str(old_chart), "--skip-refresh"], check=False, timeout=120)
-    if dep.returncode != 0:
-        raise ClusterError(f"helm dependency build of {rel} at {found.description} failed:\n{dep.stderr.strip()}")
+    if not all(is_linked(old_chart, dependency) for dependency in local_dependencies(old_chart)):
+        dep = helm.run(["dependency", "build", str(old_chart), "--skip-refresh"], check=False, timeout=120)
+        if dep.returncode != 0:
+            raise ClusterError(f"helm dependency build of {rel} at {found.description} failed:\n{dep.stderr.strip()}")
     return PreviousChart(old_chart, str(old["version"]), f"{old.get('name')} {old['version']} at {found.description}")
