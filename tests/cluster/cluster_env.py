@@ -38,7 +38,8 @@ import yaml
 from dlcharts.cluster import binaries
 from dlcharts.cluster.config import NodePool, node_objects
 from dlcharts.errors import ClusterError
-from dlcharts.install import Kube, load_pod_security
+from dlcharts.install.kube import Kube
+from dlcharts.install.podsecurity import load_pod_security
 from dlcharts.waiting import poll
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -46,11 +46,11 @@ def namespace(embedded_cluster: ClusterHandle) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def kube(cluster: Any) -> Iterator[Any]:
-    """A raw-JSON client (dlcharts.install.Kube) for the session's cluster, used by one session at a time
+    """A raw-JSON client (dlcharts.install.kube.Kube) for the session's cluster, used by one session at a time
     (cluster_env.exclusive_use: concurrent sessions would take each other's GPUs)."""
     import cluster_env
 
-    from dlcharts.install import Kube
+    from dlcharts.install.kube import Kube
 
     with cluster_env.exclusive_use(cluster.kubeconfig), Kube.from_kubeconfig(cluster.kubeconfig) as client:
         yield client

@@ -28,20 +28,12 @@ from cluster_env import CHARTS, POD_SECURITY, ROOT
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
-from dlcharts.install import (
-    ChartSource,
-    Kube,
-    Release,
-    create_namespace,
-    delete_namespace,
-    dry_run_server,
-    install,
-    job_outcome,
-    pod_gpus,
-    pod_security_for,
-    uninstall,
-    wait_ready,
-)
+from dlcharts.install.kube import Kube
+from dlcharts.install.namespaces import create_namespace, delete_namespace
+from dlcharts.install.podsecurity import pod_security_for
+from dlcharts.install.releases import ChartSource, Release, dry_run_server, install, uninstall
+from dlcharts.install.state import job_outcome, pod_gpus
+from dlcharts.install.waits import wait_ready
 from dlcharts.waiting import poll
 
 pytestmark = pytest.mark.cluster
@@ -305,7 +297,7 @@ STUB_GETENT = """#!{python}
 # endpoint with that hostname that is not marked not-ready. Reads the real EndpointSlices from the API server.
 import os, sys
 sys.path[:0] = {path!r}
-from dlcharts.install import Kube
+from dlcharts.install.kube import Kube
 if len(sys.argv) != 3 or sys.argv[1] != "hosts":
     sys.exit(1)
 name = sys.argv[2].rstrip(".")

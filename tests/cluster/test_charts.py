@@ -11,7 +11,7 @@ For each case, in a fresh namespace that enforces the chart's Pod Security level
 restricted unless a chart says why not):
 
 1. ``helm install --dry-run=server``, plus the API server's Pod Security verdict on every workload;
-2. install the previous chart version (dlcharts.install.previous_chart: the chart at the release checks'
+2. install the previous chart version (dlcharts.install.releases.previous_chart: the chart at the release checks'
    base when its version differs, else this chart) with the scenario's values, then ``helm upgrade`` to
    this chart with the same values (with the same version: a re-apply of the release over what the
    controllers have written since);
@@ -42,27 +42,22 @@ from cluster_env import CHARTS, POD_SECURITY, POD_SECURITY_FILE
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
-from dlcharts.install import (
+from dlcharts.install.kube import Kube
+from dlcharts.install.namespaces import create_namespace, delete_namespace
+from dlcharts.install.podsecurity import pod_security_for, pod_security_problems, stricter_level
+from dlcharts.install.releases import (
     ChartSource,
-    Kube,
     Release,
-    create_namespace,
-    delete_namespace,
     dry_run_server,
     helm_test,
     install,
-    namespace_inventory,
-    pod_security_for,
-    pod_security_problems,
     previous_chart,
     release_status,
-    stricter_level,
     try_upgrade,
     uninstall,
     upgrade,
-    wait_ready,
-    wait_uninstalled,
 )
+from dlcharts.install.waits import namespace_inventory, wait_ready, wait_uninstalled
 from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX
 

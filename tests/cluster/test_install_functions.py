@@ -15,18 +15,10 @@ from cluster_env import CHARTS, POD_SECURITY_FILE
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
-from dlcharts.install import (
-    ChartSource,
-    daemonset_nodes,
-    is_gpu_resource,
-    job_outcome,
-    load_pod_security,
-    node_matches,
-    pod_gpus,
-    pod_security_for,
-    previous_chart,
-    stricter_level,
-)
+from dlcharts.install.podsecurity import load_pod_security, pod_security_for, stricter_level
+from dlcharts.install.releases import ChartSource, previous_chart
+from dlcharts.install.state import daemonset_nodes, job_outcome, node_matches, pod_gpus
+from dlcharts.policies import is_gpu_resource
 
 
 def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
@@ -166,12 +158,18 @@ def test_gpu_resources() -> None:
     assert is_gpu_resource("nvidia.com/mig-1g.10gb") and not is_gpu_resource("memory")
 
 
-def test_previous_chart_is_the_base_commit_when_the_version_differs(tmp_path: Path) -> None:
-    """In a throwaway repository: chart 0.1.0 committed on main, bumped to 0.2.0 in the work tree."""
+@pytest.mark.parametrize("linked", [False, True], ids=["built", "linked"])
+def test_previous_chart_is_the_base_commit_when_the_version_differs(tmp_path: Path, linked: bool) -> None:
+    """In a throwaway repository: chart 0.1.0 committed on main, bumped to 0.2.0 in the work tree. A base whose
+    dl-common is a committed link (charts/dl-common -> ../../dl-common) is used as it is, with no build: a build
+    would put a packaged copy beside the link."""
     repo = tmp_path / "repo"
     (repo / "charts").mkdir(parents=True)
     for chart in ("tensorflow-dist", "dl-common"):
         shutil.copytree(CHARTS / chart, repo / "charts" / chart, ignore=shutil.ignore_patterns("charts", "Chart.lock"))
+    if linked:
+        (repo / "charts" / "tensorflow-dist" / "charts").mkdir()
+        (repo / "charts" / "tensorflow-dist" / "charts" / "dl-common").symlink_to(Path("..", "..", "dl-common"))
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
@@ -191,7 +189,12 @@ def test_previous_chart_is_the_base_commit_when_the_version_differs(tmp_path: Pa
     old = previous_chart(helm, chart, work)
     assert old.version == "0.1.0" and old.chart == work / "charts" / "tensorflow-dist", old
     assert "at main" in old.description
-    assert (old.chart / "charts" / "dl-common-0.1.0.tgz").is_file()
+    vendored = sorted(p.name for p in (old.chart / "charts").iterdir())
+    if linked:
+        assert vendored == ["dl-common"] and (old.chart / "charts" / "dl-common").is_symlink(), vendored
+        assert (old.chart / "charts" / "dl-common").resolve() == (work / "charts" / "dl-common").resolve()
+    else:
+        assert vendored == ["dl-common-0.1.0.tgz"], vendored
 
 
 def test_crds_from_the_converted_schemas_are_structural() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from dlcharts.install import Kube
+from dlcharts.install.kube import Kube
 
 pytestmark = pytest.mark.cluster
 

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from dlcharts import toolchain
-from dlcharts.install import Kube, create_namespace, delete_namespace, wait_ready
+from dlcharts.install import Kube, create_namespace, wait_ready
+from dlcharts.install.namespaces import delete_namespace
 
 REPO = Path(__file__).resolve().parents[2]
 HEADLINE = "helm install tf-train charts/tensorflow-dist --set worker=4"

@@ -249,13 +249,15 @@ def test_install_verify_from_the_repository_applies_the_source_objects(chart, cl
     renders (the MPI chart too, whose ssh key Secret is masked), and uninstalls cleanly."""
     import uuid
 
-    from dlcharts import install
+    from dlcharts.install.kube import Kube
+    from dlcharts.install.namespaces import create_namespace, delete_namespace
+    from dlcharts.install.podsecurity import load_pod_security, pod_security_for
 
     namespace = f"repo-{uuid.uuid4().hex[:8]}"
     env = {**user, "KUBECONFIG": str(cluster.kubeconfig)}
     release = "from-repo"
-    with install.Kube.from_kubeconfig(cluster.kubeconfig) as kube:
-        install.create_namespace(kube, namespace, install.pod_security_for(chart, install.load_pod_security(
+    with Kube.from_kubeconfig(cluster.kubeconfig) as kube:
+        create_namespace(kube, namespace, pod_security_for(chart, load_pod_security(
             CHARTS.parent / "ci" / "pod-security.yaml")).level)  # fmt: skip
         try:
             run_helm(helm, ["install", release, f"{REPO_NAME}/{chart}", "--verify", "--keyring",
@@ -269,4 +271,4 @@ def test_install_verify_from_the_repository_applies_the_source_objects(chart, cl
                 assert normalize(applied[object_key].body) == normalize(obj.body), f"{object_key} differs"
             run_helm(helm, ["uninstall", release, "-n", namespace, "--wait"], env)
         finally:
-            install.delete_namespace(kube, namespace)
+            delete_namespace(kube, namespace)

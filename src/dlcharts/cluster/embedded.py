@@ -67,7 +67,8 @@ class ClusterAccess:
 
     def create_namespace(self, name: str, level: str = "restricted", timeout: float = 60) -> None:
         """Create a namespace enforcing Pod Security ``level`` and wait until pods can be created in it."""
-        from dlcharts.install import Kube, create_namespace
+        from dlcharts.install.kube import Kube
+        from dlcharts.install.namespaces import create_namespace
 
         with Kube.from_kubeconfig(self.kubeconfig) as kube:
             create_namespace(kube, name, level, timeout)
