@@ -96,4 +96,3 @@ def _skip_name(data: bytes, pos: int) -> int:
         if length & 0xC0 == 0xC0:
             return pos + 2
         pos += 1 + length
-

@@ -115,8 +115,12 @@ class ClusterHandle(ClusterAccess):
         return self.state_dir / "logs"
 
     def pids(self) -> dict[str, int]:
-        """Control-plane processes and, with a real node, containerd, kubelet and coredns."""
-        return {**_component_pids(self.state_dir), **RealNode(self.state_dir, self.name).pids()}
+        """The control plane's processes (kwokctl's pid files)."""
+        return _component_pids(self.state_dir)
+
+    def node_pids(self) -> dict[str, int]:
+        """The real node's processes: containerd, kubelet, coredns (empty without a real node)."""
+        return RealNode(self.state_dir, self.name).pids()
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each control-plane process (from /proc)."""

@@ -88,7 +88,8 @@ class Network:
 
     @classmethod
     def for_cluster(cls, cluster: str, cidr: str) -> Network:
-        return cls(bridge="dlc-" + hashlib.sha256(cluster.encode()).hexdigest()[:10], subnet=cidr or default_cidr(cluster))
+        bridge = "dlc-" + hashlib.sha256(cluster.encode()).hexdigest()[:10]  # at most 15 characters
+        return cls(bridge=bridge, subnet=cidr or default_cidr(cluster))
 
 
 class RealNode:
@@ -257,8 +258,8 @@ version = 2
 root = "{root / "root"}"
 state = "{root / "state"}"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing"]
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
 [grpc]
   address = "{self.socket}"
@@ -299,8 +300,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             self.logs_dir / "containerd.log",
         )
         poll(
-            lambda: self.socket.is_socket()
-            and _run(["ctr", "--address", str(self.socket), "version"], check=False).returncode == 0,
+            lambda: (
+                self.socket.is_socket()
+                and _run(["ctr", "--address", str(self.socket), "version"], check=False).returncode == 0
+            ),
             60,
             f"containerd to serve {self.socket} (log {self.logs_dir / 'containerd.log'})",
             interval=0.2,
@@ -376,8 +379,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "registerWithTaints": [{"key": LABEL_KEY, "value": LABEL_VALUE, "effect": "NoSchedule"}],
             "nodeLabels": {LABEL_KEY: LABEL_VALUE, "dlcharts.io/node-pool": LABEL_VALUE},
             # a shared CI disk may be fuller than the defaults allow; pods here are tiny
-            "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%",
-                             "nodefs.inodesFree": "1%"},  # fmt: skip
+            "evictionHard": {
+                "memory.available": "50Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+                "nodefs.inodesFree": "1%",
+            },  # fmt: skip
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
             "serializeImagePulls": False,
