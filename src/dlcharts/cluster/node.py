@@ -66,6 +66,10 @@ HOST_TOOLS = {
     "mount": "mount",
 }
 SHIM = "containerd-shim-runc-v2"
+# Paths outside the cluster folder that kubelet and libcni hard-code: the device-plugin socket and checkpoint
+# (kubelet has no setting for them) and CNI result caches (one file per pod, removed on CNI DEL).
+KUBELET_DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
+CNI_RESULTS = Path("/var/lib/cni/results")
 STATE_FILE = "node.json"
 # Unix sockets take at most 107 bytes; containerd adds ".ttrpc" to its socket path.
 _MAX_SOCKET = 100
@@ -134,9 +138,14 @@ class RealNode:
         self._preflight()
         self.dir.mkdir(parents=True, exist_ok=True)
         versions = self._versions()
-        (self.dir / STATE_FILE).write_text(
-            json.dumps({"bridge": self.network.bridge, "subnet": self.network.subnet, **versions}, indent=2) + "\n"
-        )
+        record = {
+            "bridge": self.network.bridge,
+            "subnet": self.network.subnet,
+            # whether stop() may remove kubelet's hard-coded device-plugin directory
+            "made_device_plugins_dir": not KUBELET_DEVICE_PLUGINS.exists(),
+            **versions,
+        }
+        (self.dir / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         self._bridge_up()
         self._cgroups_up()
         images = node_image.images(self.cache)
@@ -443,6 +452,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         self._bridge_down()
         self._cgroups_down()
         self._container_log_links_down()
+        self._hard_coded_paths_down()
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.pid_dir)
 
@@ -526,6 +536,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             with contextlib.suppress(OSError):
                 if link.is_symlink() and os.readlink(link).startswith(ours):
                     link.unlink()
+
+    def _hard_coded_paths_down(self) -> None:
+        for result in CNI_RESULTS.glob(f"dlcharts-{self.cluster}-*"):
+            with contextlib.suppress(OSError):
+                result.unlink()
+        for empty in (CNI_RESULTS, CNI_RESULTS.parent):  # rmdir: only when nothing else is in them
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+        with contextlib.suppress(OSError, ValueError):
+            made = json.loads((self.dir / STATE_FILE).read_text()).get("made_device_plugins_dir")
+            kubelets = [p for p in procs.all_pids() if Path((procs.cmdline(p) or [""])[0]).name == "kubelet"]
+            if made and not [p for p in kubelets if procs.alive(p)]:
+                shutil.rmtree(KUBELET_DEVICE_PLUGINS, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    KUBELET_DEVICE_PLUGINS.parent.rmdir()  # /var/lib/kubelet, when nothing else is in it
 
 
 def mount_points() -> list[str]:
