@@ -317,6 +317,8 @@ class EmbeddedCluster:
                         {"key": "kubelet-client-certificate", "value": str(self.state_dir / "pki" / "admin.crt")},
                         {"key": "kubelet-client-key", "value": str(self.state_dir / "pki" / "admin.key")},
                         {"key": "kubelet-certificate-authority", "value": str(self.state_dir / "pki" / "ca.crt")},
+                        # the real node's Hostname address (real-0) resolves nowhere; its InternalIP does
+                        {"key": "kubelet-preferred-address-types", "value": "InternalIP,Hostname"},
                     ],
                 },
                 *(

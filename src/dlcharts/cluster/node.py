@@ -386,7 +386,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "makeIPTablesUtilChains": False,
             "failSwapOn": False,
             "registerWithTaints": [{"key": LABEL_KEY, "value": LABEL_VALUE, "effect": "NoSchedule"}],
-            "nodeLabels": {LABEL_KEY: LABEL_VALUE, "dlcharts.io/node-pool": LABEL_VALUE},
             # a shared CI disk may be fuller than the defaults allow; pods here are tiny
             "evictionHard": {
                 "memory.available": "50Mi",
@@ -410,6 +409,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 f"--root-dir={kdir / 'root'}",
                 f"--hostname-override={NODE_NAME}",
                 f"--node-ip={self.network.node_ip}",
+                f"--node-labels={LABEL_KEY}={LABEL_VALUE},dlcharts.io/node-pool={LABEL_VALUE}",
             ],
             self.pid_dir,
             self.logs_dir / "kubelet.log",
