@@ -169,14 +169,14 @@ class RealNode:
         if os.geteuid() != 0:
             raise ClusterError(
                 "the real node (containerd + kubelet) needs root; run as root or start the cluster without it "
-                "(ClusterConfig(real_node=False))"
+                "(`dlcharts cluster up --no-real-node`, or ClusterConfig(real_node=False))"
             )
         missing = sorted({pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None})
         missing += sorted({"containernetworking-plugins" for p in CNI_PLUGINS if not (CNI_BIN_DIR / p).is_file()})
         if missing:
             raise ClusterError(
                 f"the real node needs the Debian packages {', '.join(missing)}; install them with "
-                f"`apt-get install {' '.join(missing)}` (or start without it: ClusterConfig(real_node=False))"
+                f"`apt-get install {' '.join(missing)}` (or start without it: `dlcharts cluster up --no-real-node`)"
             )
         for name in ("kubelet", "coredns"):
             if not _bin.binary(name, self.cache).present:
