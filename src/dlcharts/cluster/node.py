@@ -70,6 +70,9 @@ SHIM = "containerd-shim-runc-v2"
 # (kubelet has no setting for them) and CNI result caches (one file per pod, removed on CNI DEL).
 KUBELET_DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
 CNI_RESULTS = Path("/var/lib/cni/results")
+# Directories kubelet and containerd create on first use (container log links, shim sockets): removed by
+# stop() when the node made them and they are empty again.
+HOST_DIRS = (Path("/var/log/containers"), Path("/run/containerd/s"), Path("/run/containerd"))
 STATE_FILE = "node.json"
 # Unix sockets take at most 107 bytes; containerd adds ".ttrpc" to its socket path.
 _MAX_SOCKET = 100
@@ -143,6 +146,7 @@ class RealNode:
             "subnet": self.network.subnet,
             # whether stop() may remove kubelet's hard-coded device-plugin directory
             "made_device_plugins_dir": not KUBELET_DEVICE_PLUGINS.exists(),
+            "made_dirs": [str(d) for d in HOST_DIRS if not d.exists()],
             **versions,
         }
         (self.dir / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n")
@@ -544,6 +548,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         for empty in (CNI_RESULTS, CNI_RESULTS.parent):  # rmdir: only when nothing else is in them
             with contextlib.suppress(OSError):
                 empty.rmdir()
+        with contextlib.suppress(OSError, ValueError):
+            for made_dir in json.loads((self.dir / STATE_FILE).read_text()).get("made_dirs", []):
+                with contextlib.suppress(OSError):
+                    Path(made_dir).rmdir()
         with contextlib.suppress(OSError, ValueError):
             made = json.loads((self.dir / STATE_FILE).read_text()).get("made_device_plugins_dir")
             kubelets = [p for p in procs.all_pids() if Path((procs.cmdline(p) or [""])[0]).name == "kubelet"]
