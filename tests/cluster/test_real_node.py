@@ -121,12 +121,17 @@ def test_indexed_job_pods_resolve_each_other_through_coredns(
             },
         },
     )
-    # Each worker looks its peer up by <job>-<index>.<service> (the search path adds <ns>.svc.cluster.local)
-    # and prints the address it got, then waits until the peer has had time to do the same.
+    # Each worker serves one greeting on port 2222 and fetches its peer's, connecting to <job>-<index>.<service>
+    # (nc resolves through libc: resolv.conf's search path adds <ns>.svc.cluster.local, CoreDNS answers). It
+    # prints the peer's address as nslookup gives it for the same search-path name, and the greeting it got,
+    # then waits until its own greeting was fetched.
     script = (
         "peer=ring-$((1 - JOB_COMPLETION_INDEX)).peers; "
-        "for i in $(seq 60); do out=$(nslookup $peer 2>/dev/null) && break; sleep 1; done; "
-        'echo "$out" | sed -n "s/^Address: \\([0-9.]*\\)$/$peer \\1/p" | tail -1; sleep 3'
+        '(echo "hello from $(hostname)" | nc -l -p 2222) & served=$!; '
+        'for i in $(seq 90); do msg=$(nc -w 2 $peer 2222 2>/dev/null) && [ -n "$msg" ] && break; sleep 1; done; '
+        "domain=$(sed -n 's/^search \\([^ ]*\\).*/\\1/p' /etc/resolv.conf); "
+        "ip=$(nslookup $peer.$domain | sed -n 's/^Address: \\([0-9.]*\\)$/\\1/p' | tail -1); "
+        'echo "$peer $ip: $msg"; wait $served'
     )
     spec = real_pod_spec(image, script, subdomain="peers")
     batch.create_namespaced_job(
@@ -156,7 +161,7 @@ def test_indexed_job_pods_resolve_each_other_through_coredns(
     for index, pod in pods.items():
         peer = pods[str(1 - int(index))]
         logs = core.read_namespaced_pod_log(pod.metadata.name, namespace).strip()
-        assert logs == f"ring-{1 - int(index)}.peers {peer.status.pod_ip}"
+        assert logs == f"ring-{1 - int(index)}.peers {peer.status.pod_ip}: hello from ring-{1 - int(index)}"
 
 
 def test_memory_empty_dir_on_dev_shm_has_the_requested_size(api: Any, namespace: str, image: str) -> None:

@@ -24,16 +24,22 @@ DOMAIN = "cluster.local"
 
 def corefile(bind_ip: str, kubeconfig: Path) -> str:
     return f"""# Written by dlcharts.cluster.dns: the real node's cluster DNS. Nothing is forwarded off the machine.
-.:53 {{
+{DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{
     bind {bind_ip}
     errors
     kubernetes {DOMAIN} in-addr.arpa ip6.arpa {{
         kubeconfig {kubeconfig}
         pods insecure
-        fallthrough in-addr.arpa ip6.arpa
         ttl 5
     }}
     loadbalance
+}}
+# Any other name (a search-path try such as <svc>.default., or the internet): NXDOMAIN, answered here.
+.:53 {{
+    bind {bind_ip}
+    template ANY ANY {{
+        rcode NXDOMAIN
+    }}
 }}
 """
 
