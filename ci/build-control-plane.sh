@@ -33,6 +33,13 @@
 #   relink after a version-flag change (Go build cache warm): 17 s for the three Kubernetes binaries.
 #   warm (every binary present): 0.01-0.02 s, nothing is run but file checks.
 # The builds are reproducible: two cold builds on separate caches gave bit-identical binaries.
+# The real node's two binaries, measured 2026-11-23 on the same machine kind while other agents kept the load
+# average near 10 on its 2 cores:
+#   kubelet 109 s wall (Go build cache warm from the kube-* binaries just built; it shares most packages);
+#   coredns 691 s wall with a cold Go build cache for its own packages (its module downloads, ~1 min, done
+#     before); both together 363 s user + 76 s sys CPU. On a quiet machine expect roughly half the wall time.
+# `dlcharts cluster up` with the real node: 11-15 s in all (the real node's share, containerd + image import
+# + CoreDNS + kubelet until Ready, is ~4 s); `down` 4-5 s.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -123,7 +123,8 @@ def require_binaries(cache: Path | None = None, names: tuple[str, ...] = BINARY_
         raise ClusterError(
             f"the embedded control plane is missing {len(missing)} binar{'y' if len(missing) == 1 else 'ies'}:\n"
             f"{lines}\n"
-            f"build them once (about 13 minutes on 2 cores, cached afterwards) with:\n"
+            f"build them once (about 13 minutes on 2 cores, 10-20 more for kubelet and CoreDNS; then cached)"
+            f" with:\n"
             f"  {build_command()}\n"
             f"or from Python: dlcharts.cluster.build_binaries()"
         )
