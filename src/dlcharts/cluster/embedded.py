@@ -5,7 +5,11 @@ downloaded). kwokctl lays out certificates, starts etcd, kube-apiserver, kube-co
 kube-scheduler and the kwok controller as detached processes, and records their pids and logs in the
 cluster's state directory ``$DLCHARTS_CACHE/clusters/<name>``. Everything after that is ours: we wait
 for ``/readyz``, for the controller-manager's and scheduler's leader leases, create the fake nodes
-from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount.
+from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount,
+then start the one real node (:mod:`dlcharts.cluster.node`: containerd, kubelet, CoreDNS) unless
+``ClusterConfig.real_node`` is off. kwok manages only the nodes annotated ``kwok.x-k8s.io/node: fake``, so the
+real node and its pods are the kubelet's alone. Stopping removes the real node first (its mounts and network
+live under the state directory), then the control plane.
 
 Usage::
 
