@@ -46,6 +46,7 @@ from typing import Any
 import yaml
 
 from dlcharts.cluster import binaries as _bin
+from dlcharts.cluster import procs
 from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
 from dlcharts.cluster.node import RealNode
 from dlcharts.errors import ClusterError
@@ -367,7 +368,8 @@ class EmbeddedCluster:
         node = self._real_node()
         if not reused:
             return node.start(self.kubeconfig, self.config.start_timeout)
-        dead = [name for name in ("containerd", "kubelet", "coredns") if not _alive(node.pids().get(name, -1))]
+        pids = node.pids()
+        dead = [n for n in ("containerd", "kubelet", "coredns") if n not in pids or not procs.alive(pids[n])]
         if dead:
             raise ClusterError(
                 f"cluster {self.config.name} runs, but its real node's {', '.join(dead)} do not; "
