@@ -374,31 +374,41 @@ def extra_nodes(kube: Kube, pools: tuple[NodePool, ...] = EXTRA_NODE_POOLS, time
 
 # ----- per-scenario prerequisites ------------------------------------------------------------------------------
 
-PRIORITY_CLASSES = (
-    {
+# Cluster-scoped objects scenarios refer to by name, each with who asks for it; (API path, object).
+SCENARIO_CLASSES = (
+    ("/apis/scheduling.k8s.io/v1/priorityclasses", {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": "training-high", "labels": {"app.kubernetes.io/managed-by": "dlcharts-tests"}},
         "value": 100000,
         "description": "pytorch-dist ci/02 asks for it",
-    },
-)
+    }),
+    # gpu-device-plugin ci/07 (NVIDIA's chart's values) sets runtimeClassName: nvidia, as GPU clusters with the
+    # NVIDIA container toolkit have it; the API server refuses pods that name a RuntimeClass that does not exist.
+    ("/apis/node.k8s.io/v1/runtimeclasses", {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "nvidia", "labels": {"app.kubernetes.io/managed-by": "dlcharts-tests"}},
+        "handler": "nvidia",
+    }),
+)  # fmt: skip
 
 
 @contextlib.contextmanager
-def priority_classes(kube: Kube) -> Iterator[None]:
+def scenario_classes(kube: Kube) -> Iterator[None]:
+    """The PriorityClass and RuntimeClass objects of SCENARIO_CLASSES for the session; those it made are removed."""
     created = []
-    for pc in PRIORITY_CLASSES:
-        resp = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body=pc)
+    for path, obj in SCENARIO_CLASSES:
+        resp = kube.request("POST", path, body=obj)
         if resp.status in (200, 201):
-            created.append(pc["metadata"]["name"])
+            created.append(f"{path}/{obj['metadata']['name']}")
         elif resp.status != 409:
-            raise ClusterError(f"could not create PriorityClass {pc['metadata']['name']}: {resp.doc}")
+            raise ClusterError(f"could not create {obj['kind']} {obj['metadata']['name']}: {resp.doc}")
     try:
         yield
     finally:
-        for name in created:
-            kube.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+        for path in created:
+            kube.request("DELETE", path)
 
 
 def bound_claim(kube: Kube, namespace: str, claim: str, timeout: float = 60) -> str:

@@ -60,10 +60,11 @@ def kube(cluster: Any) -> Iterator[Any]:
 def chart_cluster(cluster: Any, kube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The session's cluster with what the chart scenarios need beyond its defaults (see cluster_env.py):
     CRDs built from src/dlcharts/crds/ (left installed, see cluster_env.ensure_crds), the stand-in gang
-    scheduler and the PriorityClass training-high (both removed at the end of the session).
+    scheduler, and the PriorityClass and RuntimeClass the scenarios name (cluster_env.SCENARIO_CLASSES; both
+    removed at the end of the session).
 
     On a cluster that is not kwok-based (--dlcharts-cluster kubeconfig pointing at real nodes) only the
-    PriorityClass is added: CRDs and gang schedulers are that cluster's own business there."""
+    classes are added: CRDs and gang schedulers are that cluster's own business there."""
     import cluster_env
 
     workdir = tmp_path_factory.mktemp("chart-cluster")
@@ -71,5 +72,5 @@ def chart_cluster(cluster: Any, kube: Any, tmp_path_factory: pytest.TempPathFact
         if cluster_env.is_kwok_cluster(kube):
             cluster_env.ensure_crds(kube, cluster_env.all_crds())
             stack.enter_context(cluster_env.stand_in_scheduler(cluster.kubeconfig, workdir))
-        stack.enter_context(cluster_env.priority_classes(kube))
+        stack.enter_context(cluster_env.scenario_classes(kube))
         yield cluster

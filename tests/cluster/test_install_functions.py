@@ -160,7 +160,7 @@ def test_gpu_resources() -> None:
 
 @pytest.mark.parametrize("linked", [False, True], ids=["built", "linked"])
 def test_previous_chart_is_the_base_commit_when_the_version_differs(tmp_path: Path, linked: bool) -> None:
-    """In a throwaway repository: chart 0.1.0 committed on main, bumped to 0.2.0 in the work tree. A base whose
+    """In a throwaway repository: the chart committed on main, bumped to 99.0.0 in the work tree. A base whose
     dl-common is a committed link (charts/dl-common -> ../../dl-common) is used as it is, with no build: a build
     would put a packaged copy beside the link."""
     repo = tmp_path / "repo"
@@ -179,22 +179,24 @@ def test_previous_chart_is_the_base_commit_when_the_version_differs(tmp_path: Pa
     git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base")
     helm = find_helm("helm-v4.3.1")
     chart = repo / "charts" / "tensorflow-dist"
+    base_version = str(yaml.safe_load((chart / "Chart.yaml").read_text())["version"])
+    library_version = str(yaml.safe_load((repo / "charts" / "dl-common" / "Chart.yaml").read_text())["version"])
     same = previous_chart(helm, chart, tmp_path / "w1")
-    assert same.chart == chart and same.version == "0.1.0"
+    assert same.chart == chart and same.version == base_version
     meta = yaml.safe_load((chart / "Chart.yaml").read_text())
-    meta["version"] = "0.2.0"
+    meta["version"] = "99.0.0"
     (chart / "Chart.yaml").write_text(yaml.safe_dump(meta))
     work = tmp_path / "w2"
     work.mkdir()
     old = previous_chart(helm, chart, work)
-    assert old.version == "0.1.0" and old.chart == work / "charts" / "tensorflow-dist", old
+    assert old.version == base_version and old.chart == work / "charts" / "tensorflow-dist", old
     assert "at main" in old.description
     vendored = sorted(p.name for p in (old.chart / "charts").iterdir())
     if linked:
         assert vendored == ["dl-common"] and (old.chart / "charts" / "dl-common").is_symlink(), vendored
         assert (old.chart / "charts" / "dl-common").resolve() == (work / "charts" / "dl-common").resolve()
     else:
-        assert vendored == ["dl-common-0.1.0.tgz"], vendored
+        assert vendored == [f"dl-common-{library_version}.tgz"], vendored
 
 
 def test_crds_from_the_converted_schemas_are_structural() -> None:

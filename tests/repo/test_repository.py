@@ -157,7 +157,7 @@ def tampered(repo, serve, tmp_path) -> tuple[str, Path]:
     (its image tag changed); its index still carries the original digest, as a hijacked mirror would."""
     folder = tmp_path / "tampered-repo"
     shutil.copytree(repo[1].root, folder)
-    package = folder / "pytorch-dist-0.1.0.tgz"
+    package = folder / repo[1].package("pytorch-dist").path.name
     unpacked = tmp_path / "unpacked"
     with tarfile.open(package) as tar:
         tar.extractall(unpacked, filter="data")
@@ -207,7 +207,8 @@ def test_verify_still_guards_a_poisoned_content_cache(tampered, repo, key, helm,
     except RepositoryError as exc:
         assert "sha256 sum does not match" in str(exc)
     else:
-        assert hashlib.sha256((dest / "pytorch-dist-0.1.0.tgz").read_bytes()).hexdigest() == genuine
+        pulled = dest / repo[1].package("pytorch-dist").path.name
+        assert hashlib.sha256(pulled.read_bytes()).hexdigest() == genuine
 
 
 def test_a_package_signed_by_another_key_fails_verification(repo, user, helm, tmp_path):
