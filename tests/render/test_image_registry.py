@@ -118,7 +118,10 @@ def test_every_image_of_every_scenario_moves_to_the_mirror_registry(dlcharts_sce
     ],
 )
 def test_only_the_registry_part_of_a_reference_is_replaced(repository, expected, render):
-    values = {"defaults": {"image": {"repository": repository, "tag": "2026.11.1"}}, "global": {"imageRegistry": MIRROR}}
+    values = {
+        "defaults": {"image": {"repository": repository, "tag": "2026.11.1"}},
+        "global": {"imageRegistry": MIRROR},
+    }
     (job,) = [j for j in render(CHARTS / "pytorch-dist", values=values).of_kind("Job") if j.name.endswith("-worker")]
     (container,) = [c for c in job.body["spec"]["template"]["spec"]["containers"] if c["name"] == "worker"]
     assert container["image"] == f"{MIRROR}/{expected}:2026.11.1"
