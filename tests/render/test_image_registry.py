@@ -10,15 +10,14 @@ from typing import Any
 
 import pytest
 
-from dlcharts.errors import RenderError
 from dlcharts.suite import discover_charts
 
 from ..conftest import CHARTS
+from .test_training_refusals import refusal
 
 MIRROR = "mirror.example.com:5000/team"
 CHART_NAMES = [c.name for c in discover_charts(CHARTS)]
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")
 
 
 def images(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -77,14 +76,6 @@ def without_registry(repository: str) -> str:
 
 def pull_secret_names(spec: dict[str, Any]) -> list[str]:
     return [s["name"] for s in spec.get("imagePullSecrets") or []]
-
-
-def refusal(render, chart: str, **kwargs) -> str:
-    with pytest.raises(RenderError) as info:
-        render(CHARTS / chart, **kwargs)
-    stderr = info.value.stderr
-    assert not any(marker in stderr for marker in PANIC), stderr
-    return stderr
 
 
 def test_every_image_of_every_scenario_moves_to_the_mirror_registry(dlcharts_scenario, render):
