@@ -4,20 +4,23 @@
 #   ci/build-control-plane.sh            build what is missing, print one "<name> <path>" line per binary
 #   ci/build-control-plane.sh --check    build nothing; exit 1 naming every missing binary
 #   ci/build-control-plane.sh NAME...    only these (kube-apiserver kube-controller-manager kube-scheduler
-#                                        kwok kwokctl etcd registry crane)
+#                                        kubelet kwok kwokctl etcd coredns registry crane)
 #
 # Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>. A binary that is already
 # there is reused untouched, so a second run only checks files. Versions are pinned in
 # src/dlcharts/cluster/versions.env (read by the Python side too).
 #
 # Sources, all through the Go module proxy (no release downloads, no VCS fallback):
-#   k8s.io/kubernetes   kube-apiserver, kube-controller-manager, kube-scheduler, through a generated wrapper
+#   k8s.io/kubernetes   kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (the real node),
+#                       through a generated wrapper
 #                       module that requires k8s.io/kubernetes and replaces every k8s.io/<staging> module
 #                       (published as v0.0.0 in its go.mod) with its published v0.<minor>.<patch>.
 #   sigs.k8s.io/kwok    kwok (fake nodes and pod stages) and kwokctl.
 #   go.etcd.io/etcd/server/v3   etcd. Built rather than Debian's etcd-server because Debian ships 3.4,
 #                       older than the 3.5+/3.6 line Kubernetes 1.35 is released and tested with (1.35's
 #                       default is etcd 3.6); a Go build also keeps one install path on every machine.
+#   github.com/coredns/coredns  coredns, the real node's cluster DNS (Debian has no coredns package).
+# containerd, runc and the CNI plugins of the real node are Debian packages (see .ci/run), not built here.
 # The wrapper modules are generated under ${DLCHARTS_CACHE}/build/, never committed.
 # Builds run under `nice -n 10` (2 shared cores), with -trimpath -ldflags='-s -w', CGO_ENABLED=0, and a
 # file lock so two callers (CLI and pytest) never build at once.
@@ -30,6 +33,13 @@
 #   relink after a version-flag change (Go build cache warm): 17 s for the three Kubernetes binaries.
 #   warm (every binary present): 0.01-0.02 s, nothing is run but file checks.
 # The builds are reproducible: two cold builds on separate caches gave bit-identical binaries.
+# The real node's two binaries, measured 2026-11-23 on the same machine kind while other agents kept the load
+# average near 10 on its 2 cores:
+#   kubelet 109 s wall (Go build cache warm from the kube-* binaries just built; it shares most packages);
+#   coredns 691 s wall with a cold Go build cache for its own packages (its module downloads, ~1 min, done
+#     before); both together 363 s user + 76 s sys CPU. On a quiet machine expect roughly half the wall time.
+# `dlcharts cluster up` with the real node: 11-15 s in all (the real node's share, containerd + image import
+# + CoreDNS + kubelet until Ready, is ~4 s); `down` 4-5 s.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,16 +61,17 @@ declare -A version=(
   [kube-apiserver]=$KUBERNETES_VERSION
   [kube-controller-manager]=$KUBERNETES_VERSION
   [kube-scheduler]=$KUBERNETES_VERSION
+  [kubelet]=$KUBERNETES_VERSION
   [kwok]=$KWOK_VERSION
   [kwokctl]=$KWOK_VERSION
   [etcd]=$ETCD_VERSION
+  [coredns]=$COREDNS_VERSION
 )
-all=(kube-apiserver kube-controller-manager kube-scheduler kwok kwokctl etcd)
+all=(kube-apiserver kube-controller-manager kube-scheduler kubelet kwok kwokctl etcd coredns)
 # images: the local OCI registry and crane (dlcharts registry / dlcharts images)
 version[registry]=$DISTRIBUTION_VERSION
 version[crane]=$CRANE_VERSION
 all+=(registry crane)
-# end images
 
 target() { echo "$bindir/$1-${version[$1]}/$1"; }
 
@@ -136,7 +147,7 @@ timed_build() { # NAME PKG LDFLAGS (run inside the wrapper module)
 }
 
 build_kubernetes() {
-  need kube-apiserver kube-controller-manager kube-scheduler || return 0
+  need kube-apiserver kube-controller-manager kube-scheduler kubelet || return 0
   local mod=$workdir/kubernetes-$KUBERNETES_VERSION gomod time hash staging name ld
   mkdir -p "$mod"
   gomod=$(module_info "k8s.io/kubernetes@$KUBERNETES_VERSION" GoMod)
@@ -159,7 +170,7 @@ build_kubernetes() {
     echo ")"
     echo
     echo "tool ("
-    for name in kube-apiserver kube-controller-manager kube-scheduler; do echo "	k8s.io/kubernetes/cmd/$name"; done
+    for name in kube-apiserver kube-controller-manager kube-scheduler kubelet; do echo "	k8s.io/kubernetes/cmd/$name"; done
     echo ")"
   } >"$mod/go.mod"
   (cd "$mod" && go mod tidy)
@@ -171,7 +182,7 @@ build_kubernetes() {
   done
   (
     cd "$mod"
-    for name in kube-apiserver kube-controller-manager kube-scheduler; do
+    for name in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
       timed_build "$name" "k8s.io/kubernetes/cmd/$name" "$ld"
     done
   )
@@ -222,34 +233,35 @@ EOF
   (cd "$mod" && timed_build etcd go.etcd.io/etcd/server/v3 "${hash:+-X go.etcd.io/etcd/api/v3/version.GitSHA=${hash:0:10}}")
 }
 
-# images: registry (github.com/distribution/distribution/v3, cmd/registry) and crane
-# (github.com/google/go-containerregistry, cmd/crane), each from its own generated module.
-# Measured cold (empty module cache for both, Go build cache shared with a kube-apiserver build running at
+# Go tools each built from its own generated module: registry (github.com/distribution/distribution/v3,
+# cmd/registry), crane (github.com/google/go-containerregistry, cmd/crane) and CoreDNS (its default plugin set).
+# registry and crane measured cold (empty module cache for both, Go build cache shared with a kube-apiserver build running at
 # the same time, load 12-17 on 2 cores): registry 1109 s wall (most of it waiting for CPU), crane 30 s;
 # 3m41s user for both, 20 min wall. Warm: file checks only.
-build_image_tool() { # NAME MODULE VERSION PKG LDFLAGS
+build_go_tool() { # NAME MODULE VERSION PKG LDFLAGS
   local name=$1 module=$2 ver=$3 pkg=$4 ldflags=$5 mod
   need "$name" || return 0
   mod=$workdir/$name-$ver
   mkdir -p "$mod"
   printf '%s\n' "// Generated by ci/build-control-plane.sh: builds $name from $module." \
-    "module dlcharts.local/images/$name" "" "go 1.26.0" "" "require $module $ver" "" "tool $pkg" >"$mod/go.mod"
+    "module dlcharts.local/tools/$name" "" "go 1.26.0" "" "require $module $ver" "" "tool $pkg" >"$mod/go.mod"
   (cd "$mod" && go mod tidy)
   (cd "$mod" && timed_build "$name" "$pkg" "$ldflags")
 }
-# end images
 
 if ((${#missing[@]})); then
   start=$SECONDS
   for name in "${missing[@]}"; do
     case $name in
-      registry) build_image_tool registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" \
+      registry) build_go_tool registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" \
         github.com/distribution/distribution/v3/cmd/registry \
         "-X github.com/distribution/distribution/v3/version.version=$DISTRIBUTION_VERSION" ;;
-      crane) build_image_tool crane github.com/google/go-containerregistry "$CRANE_VERSION" \
+      crane) build_go_tool crane github.com/google/go-containerregistry "$CRANE_VERSION" \
         github.com/google/go-containerregistry/cmd/crane \
         "-X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION" ;;
-      kube-*) build_kubernetes ;;
+      coredns) build_go_tool coredns github.com/coredns/coredns "$COREDNS_VERSION" github.com/coredns/coredns \
+        "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" ;;
+      kube-*|kubelet) build_kubernetes ;;
       kwok*) build_kwok ;;
       etcd) build_etcd ;;
     esac

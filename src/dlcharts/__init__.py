@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dlcharts.suite import Scenario
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def scenarios_in(root: Path | str) -> list[Scenario]:

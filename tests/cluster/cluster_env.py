@@ -37,6 +37,7 @@ import yaml
 
 from dlcharts.cluster import binaries
 from dlcharts.cluster.config import NodePool, node_objects
+from dlcharts.cluster.node import LABEL_KEY as REAL_NODE_LABEL
 from dlcharts.errors import ClusterError
 from dlcharts.install.kube import Kube
 from dlcharts.install.podsecurity import load_pod_security
@@ -204,8 +205,11 @@ def ensure_crds(kube: Kube, crds: list[dict[str, Any]], timeout: float = 60) -> 
 
 def is_kwok_cluster(kube: Kube) -> bool:
     """Whether the cluster's nodes are kwok's fake nodes (the embedded cluster): only there may the tier add
-    fake nodes and a stand-in scheduler."""
-    nodes = kube.items("/api/v1/nodes")
+    fake nodes and a stand-in scheduler. The embedded cluster's one real node (label dlcharts.io/node-type=real,
+    tainted so that only pods meant for it land there) does not count."""
+    nodes = [
+        n for n in kube.items("/api/v1/nodes") if (n["metadata"].get("labels") or {}).get(REAL_NODE_LABEL) != "real"
+    ]
     return bool(nodes) and all((n["metadata"].get("labels") or {}).get("type") == "kwok" for n in nodes)
 
 

@@ -87,6 +87,9 @@ def test_custom_pool_with_other_gpu_resource_and_taint() -> None:
         (ClusterConfig(node_pools=(NodePool("a", 1), NodePool("a", 1))), "node_pools[1].name"),
         (ClusterConfig(node_pools=(NodePool("a", 0),)), "no nodes"),
         (ClusterConfig(node_pools=(NodePool("a", 1, taints=(Taint("k", effect="Never"),)),)), "effect"),
+        (ClusterConfig(real_node_cidr="10.250.7.1/24"), "real_node_cidr: '10.250.7.1/24'"),
+        (ClusterConfig(real_node_cidr="10.0.0.0/8"), "real_node_cidr: '10.0.0.0/8'"),
+        (ClusterConfig(real_node_cidr="fd00::/64"), "real_node_cidr"),
     ],
 )
 def test_bad_config_names_the_field(config: ClusterConfig, fragment: str) -> None:
@@ -101,3 +104,24 @@ def test_stages_cover_nodes_and_pods_and_take_the_run_time() -> None:
     owner = [e for e in docs["pod-complete"]["spec"]["selector"]["matchExpressions"] if "ownerReferences" in e["key"]]
     assert owner == [{"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]}]
     assert "exitCode: 0" in docs["pod-complete"]["spec"]["next"]["statusTemplate"]
+
+
+def test_real_node_network_is_per_cluster_and_its_bridge_name_fits_linux() -> None:
+    from dlcharts.cluster.node import Network
+
+    one, other = Network.for_cluster("dlcharts", ""), Network.for_cluster("other", "")
+    assert one.bridge != other.bridge and max(len(one.bridge), len(other.bridge)) <= 15  # IFNAMSIZ - 1
+    assert one.subnet.startswith("10.250.") and one.node_ip == one.subnet.replace(".0/24", ".1")
+    assert Network.for_cluster("x", "10.1.2.0/28") == Network(bridge=Network.for_cluster("x", "").bridge,
+                                                              subnet="10.1.2.0/28")  # fmt: skip
+    assert Network.for_cluster("x", "10.1.2.0/28").node_ip == "10.1.2.1"
+
+
+def test_cluster_dns_forwards_nothing_off_the_machine(tmp_path: Path) -> None:
+    from dlcharts.cluster.dns import corefile
+
+    text = corefile("10.250.3.1", tmp_path / "kubeconfig.yaml")
+    plugins = {line.split()[0] for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+    assert not plugins & {"forward", "proxy", "grpc"}, plugins
+    assert text.count("bind 10.250.3.1") == 2
+    assert "rcode NXDOMAIN" in text

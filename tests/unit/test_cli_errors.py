@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import dlcharts
 from dlcharts import helm as helm_mod
 from dlcharts.cli import main
 
@@ -144,7 +145,7 @@ def test_the_script_finds_the_pinned_helm_from_any_folder(tmp_path):
 def test_version_names_the_harness_and_the_default_helm(capsys):
     assert main(["--version"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("dlcharts 0.1.0; default helm helm-v4.3.1 (pinned: helm-v4.3.1, "), out
+    assert out.startswith(f"dlcharts {dlcharts.__version__}; default helm helm-v4.3.1 (pinned: helm-v4.3.1, "), out
 
 
 def test_help_documents_exit_codes_and_environment(capsys):

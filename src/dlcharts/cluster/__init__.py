@@ -5,7 +5,8 @@
     with EmbeddedCluster(ClusterConfig(name="dev")) as cluster:
         print(cluster.kubeconfig)          # point helm / kubectl here
 
-Binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl) are built
+Binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl, and kubelet and
+coredns for the real node) are built
 from Go modules by ``ci/build-control-plane.sh`` (or :func:`build_binaries`) into
 ``$DLCHARTS_CACHE/bin``; a missing one raises ClusterError naming it and the build command.
 """

@@ -26,8 +26,13 @@ _COMPONENTS: dict[str, str] = {
     "kwok": "KWOK_VERSION",
     "kwokctl": "KWOK_VERSION",
     "etcd": "ETCD_VERSION",
+    # the real node (dlcharts.cluster.node, dlcharts.cluster.dns)
+    "kubelet": "KUBERNETES_VERSION",
+    "coredns": "COREDNS_VERSION",
 }
 BINARY_NAMES: tuple[str, ...] = tuple(_COMPONENTS)
+REAL_NODE_BINARIES: tuple[str, ...] = ("kubelet", "coredns")
+CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in REAL_NODE_BINARIES)
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
@@ -51,6 +56,7 @@ VERSIONS: dict[str, str] = read_versions()
 KUBERNETES_VERSION = VERSIONS["KUBERNETES_VERSION"]
 KWOK_VERSION = VERSIONS["KWOK_VERSION"]
 ETCD_VERSION = VERSIONS["ETCD_VERSION"]
+COREDNS_VERSION = VERSIONS["COREDNS_VERSION"]
 
 
 def cache_dir() -> Path:
@@ -107,16 +113,18 @@ def build_command() -> str:
         return "ci/build-control-plane.sh (in a dl-charts checkout)"
 
 
-def require_binaries(cache: Path | None = None) -> dict[str, Path]:
-    """Paths of every binary; ClusterError naming each missing one and the command that builds it."""
-    found = pinned_binaries(cache)
+def require_binaries(cache: Path | None = None, names: tuple[str, ...] = BINARY_NAMES) -> dict[str, Path]:
+    """Paths of the binaries ``names`` (default: all); ClusterError naming each missing one and the command
+    that builds it."""
+    found = {name: binary(name, cache) for name in names}
     missing = [b for b in found.values() if not b.present]
     if missing:
         lines = "\n".join(f"  {b.name} {b.version}: expected at {b.path}" for b in missing)
         raise ClusterError(
             f"the embedded control plane is missing {len(missing)} binar{'y' if len(missing) == 1 else 'ies'}:\n"
             f"{lines}\n"
-            f"build them once (about 13 minutes on 2 cores, cached afterwards) with:\n"
+            f"build them once (about 13 minutes on 2 cores, 10-20 more for kubelet and CoreDNS; then cached)"
+            f" with:\n"
             f"  {build_command()}\n"
             f"or from Python: dlcharts.cluster.build_binaries()"
         )

@@ -15,7 +15,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         for name, path in build_binaries().items():
             print(f"{name} {path}")
         return 0
-    cluster = EmbeddedCluster(ClusterConfig(name=args.name))
+    cluster = EmbeddedCluster(ClusterConfig(name=args.name, real_node=not args.no_real_node))
     if args.action == "up":
         handle = cluster.start()
         how = "reused running cluster" if handle.reused else "started"
@@ -60,6 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
     cluster.add_argument("action", choices=["build", "up", "down", "status"])
     cluster.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
+    cluster.add_argument(
+        "--no-real-node",
+        action="store_true",
+        help="up: only the fake (kwok) nodes, no containerd/kubelet node (that one needs root)",
+    )
     cluster.set_defaults(func=cmd_cluster)
 
     reg = sub.add_parser("registry", help="the local OCI registry (distribution v3) on 127.0.0.1 the node pulls from")

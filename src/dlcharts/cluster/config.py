@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -101,6 +102,10 @@ class ClusterConfig:
     cache:             overrides ``$DLCHARTS_CACHE``.
     pod_cidr:          the range kwok hands fake pod IPs out of (never routed anywhere).
     api_qps:           --kube-api-qps of kube-controller-manager and kube-scheduler (burst is twice this).
+    real_node:         also run one real node (containerd + kubelet + CoreDNS on this machine, root only; see
+                       dlcharts.cluster.node), labelled and tainted dlcharts.io/node-type=real.
+    real_node_cidr:    the real node's bridge and pod range (an IPv4 /16../28 used on no interface); empty:
+                       a /24 in 10.250.0.0/16 derived from the cluster name.
     """
 
     name: str = "dlcharts"
@@ -112,6 +117,8 @@ class ClusterConfig:
     # kube-controller-manager and kube-scheduler send at most 20 API requests/s by default; the Job controller
     # then creates ~18 pods/s, which paced a 1000-worker job to ~55 s (bench/results.md, section 4).
     api_qps: int = 200
+    real_node: bool = True
+    real_node_cidr: str = ""
 
     def validate(self) -> None:
         if self.api_qps < 1:
@@ -130,11 +137,21 @@ class ClusterConfig:
             raise ClusterError(f"pod_run_seconds: {self.pod_run_seconds} is negative")
         if self.start_timeout <= 0:
             raise ClusterError(f"start_timeout: {self.start_timeout} must be positive")
+        if self.real_node_cidr:
+            try:
+                net = ipaddress.ip_network(self.real_node_cidr)
+            except ValueError:
+                net = None
+            if not isinstance(net, ipaddress.IPv4Network) or not 16 <= net.prefixlen <= 28:
+                raise ClusterError(
+                    f"real_node_cidr: {self.real_node_cidr!r} is not an IPv4 network of /16 to /28 "
+                    "(host bits zero), e.g. 10.250.7.0/24"
+                )
 
     def control_plane_fingerprint(self) -> str:
         """Hash of what cannot change on a running cluster (stages, pod CIDR, versions)."""
         doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": KUBERNETES_VERSION,
-               "api_qps": self.api_qps}  # fmt: skip
+               "api_qps": self.api_qps, "real_node": self.real_node, "real_node_cidr": self.real_node_cidr}  # fmt: skip
         doc["stages"] = sorted(p.name + ":" + hashlib.sha256(p.read_bytes()).hexdigest() for p in stage_files())
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 

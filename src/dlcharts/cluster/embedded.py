@@ -5,7 +5,11 @@ downloaded). kwokctl lays out certificates, starts etcd, kube-apiserver, kube-co
 kube-scheduler and the kwok controller as detached processes, and records their pids and logs in the
 cluster's state directory ``$DLCHARTS_CACHE/clusters/<name>``. Everything after that is ours: we wait
 for ``/readyz``, for the controller-manager's and scheduler's leader leases, create the fake nodes
-from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount.
+from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount,
+then start the one real node (:mod:`dlcharts.cluster.node`: containerd, kubelet, CoreDNS) unless
+``ClusterConfig.real_node`` is off. kwok manages only the nodes annotated ``kwok.x-k8s.io/node: fake``, so the
+real node and its pods are the kubelet's alone. Stopping removes the real node first (its mounts and network
+live under the state directory), then the control plane.
 
 Usage::
 
@@ -42,7 +46,9 @@ from typing import Any
 import yaml
 
 from dlcharts.cluster import binaries as _bin
+from dlcharts.cluster import procs
 from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
+from dlcharts.cluster.node import RealNode
 from dlcharts.errors import ClusterError
 from dlcharts.waiting import poll
 
@@ -107,13 +113,20 @@ class ClusterHandle(ClusterAccess):
     state_dir: Path
     reused: bool
     start_seconds: float
+    #: the real node's name, address, bridge, images and versions (None without one; see dlcharts.cluster.node)
+    real_node: dict[str, Any] | None = None
 
     @property
     def logs_dir(self) -> Path:
         return self.state_dir / "logs"
 
     def pids(self) -> dict[str, int]:
+        """The control plane's processes (kwokctl's pid files)."""
         return _component_pids(self.state_dir)
+
+    def node_pids(self) -> dict[str, int]:
+        """The real node's processes: containerd, kubelet, coredns (empty without a real node)."""
+        return RealNode(self.state_dir, self.name).pids()
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each control-plane process (from /proc)."""
@@ -165,7 +178,8 @@ class EmbeddedCluster:
     def start(self) -> ClusterHandle:
         """Bring the cluster up (or reuse the running one of the same name) and return its handle."""
         started = time.monotonic()
-        paths = _bin.require_binaries(self.cache)
+        names = _bin.CONTROL_PLANE_BINARIES + (_bin.REAL_NODE_BINARIES if self.config.real_node else ())
+        paths = _bin.require_binaries(self.cache, names)
         paths["kubectl"] = _kubectl()
         self.clusters_dir.mkdir(parents=True, exist_ok=True)
         with self._lock():
@@ -179,6 +193,7 @@ class EmbeddedCluster:
                     self._create(paths)
                 server = self._wait_control_plane()
                 self._ensure_nodes()
+                real_node = self._ensure_real_node(reused)
             except BaseException as exc:
                 if reused:
                     raise
@@ -189,7 +204,7 @@ class EmbeddedCluster:
                     raise ClusterError(f"{exc}\ncomponent logs kept in {kept}") from exc
                 raise
             if not reused:
-                self._write_state()
+                self._write_state(real_node)
         self.handle = ClusterHandle(
             name=self.config.name,
             kubeconfig=self.kubeconfig,
@@ -197,6 +212,7 @@ class EmbeddedCluster:
             state_dir=self.state_dir,
             reused=reused,
             start_seconds=time.monotonic() - started,
+            real_node=real_node,
         )
         return self.handle
 
@@ -289,7 +305,28 @@ class EmbeddedCluster:
             # A KwokConfiguration document would replace (not merge with) kwok's defaults, so the one
             # kwok option we change goes in as a flag.
             "componentsPatches": [
-                {"name": "kwok-controller", "extraArgs": [{"key": "cidr", "value": self.config.pod_cidr}]},
+                {
+                    "name": "kwok-controller",
+                    "extraArgs": [
+                        {"key": "cidr", "value": self.config.pod_cidr},
+                        # kwokctl's binary runtime has kwok manage every node; it must leave the real node
+                        # (and its pods) to the kubelet. Our fake nodes carry this annotation (node.yaml).
+                        {"key": "manage-all-nodes", "value": "false"},
+                        {"key": "manage-nodes-with-annotation-selector", "value": "kwok.x-k8s.io/node=fake"},
+                    ],
+                },
+                {
+                    # kubectl logs/exec on the real node: the API server authenticates to the kubelet with the
+                    # cluster's admin certificate and checks the kubelet's serving certificate against the CA.
+                    "name": "kube-apiserver",
+                    "extraArgs": [
+                        {"key": "kubelet-client-certificate", "value": str(self.state_dir / "pki" / "admin.crt")},
+                        {"key": "kubelet-client-key", "value": str(self.state_dir / "pki" / "admin.key")},
+                        {"key": "kubelet-certificate-authority", "value": str(self.state_dir / "pki" / "ca.crt")},
+                        # the real node's Hostname address (real-0) resolves nowhere; its InternalIP does
+                        {"key": "kubelet-preferred-address-types", "value": "InternalIP,Hostname"},
+                    ],
+                },
                 *(
                     {
                         "name": component,
@@ -322,7 +359,30 @@ class EmbeddedCluster:
         if not self.kubeconfig.is_file():
             raise ClusterError(f"kwokctl created cluster {self.config.name} but wrote no {self.kubeconfig}")
 
+    def _real_node(self) -> RealNode:
+        return RealNode(self.state_dir, self.config.name, self.config.real_node_cidr, self.cache)
+
+    def _ensure_real_node(self, reused: bool) -> dict[str, Any] | None:
+        """Start the real node on a new cluster; on a reused one, check that it still runs."""
+        if not self.config.real_node:
+            return None
+        node = self._real_node()
+        if not reused:
+            return node.start(self.kubeconfig, self.config.start_timeout)
+        pids = node.pids()
+        dead = [n for n in ("containerd", "kubelet", "coredns") if n not in pids or not procs.alive(pids[n])]
+        if dead:
+            raise ClusterError(
+                f"cluster {self.config.name} runs, but its real node's {', '.join(dead)} do not; "
+                f"restart it: `dlcharts cluster down --name {self.config.name}` then `up` (logs in {node.logs_dir})"
+            )
+        state = self.state_dir / STATE_FILE
+        recorded = json.loads(state.read_text()).get("real_node") if state.is_file() else None
+        return recorded if isinstance(recorded, dict) else None
+
     def _delete(self) -> None:
+        # The real node first: its pods' mounts and network live under the state directory kwokctl removes.
+        self._real_node().stop(self.kubeconfig)
         pids = _component_pids(self.state_dir)
         kwokctl = _bin.binary("kwokctl", self.cache).path
         if kwokctl.is_file():
@@ -361,7 +421,7 @@ class EmbeddedCluster:
                 f"(`dlcharts cluster down --name {self.config.name}`) or use another cluster name"
             )
 
-    def _write_state(self) -> None:
+    def _write_state(self, real_node: dict[str, Any] | None) -> None:
         doc = {
             "name": self.config.name,
             "fingerprint": self.config.control_plane_fingerprint(),
@@ -369,6 +429,7 @@ class EmbeddedCluster:
             "kwok": _bin.KWOK_VERSION,
             "etcd": _bin.ETCD_VERSION,
             "nodes": [n["metadata"]["name"] for n in node_objects(self.config.node_pools)],
+            "real_node": real_node,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.state_dir / STATE_FILE).write_text(json.dumps(doc, indent=2) + "\n")

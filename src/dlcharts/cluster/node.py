@@ -1,0 +1,581 @@
+"""The embedded cluster's one real node: containerd + runc + CNI bridge + kubelet on this machine.
+
+Everything it owns lives under ``<cluster>/node/`` (``<cluster>`` is ``$DLCHARTS_CACHE/clusters/<name>``):
+
+    containerd/config.toml, root/, state/, containerd.sock   containerd with its own config, never the
+                                                             system's /etc/containerd or /var/lib/containerd
+    runc/                      runc's state (the runc shim's ``Root``)
+    kubelet/                   kubelet --root-dir (pod volumes are mounted here), config, kubeconfig, cert
+    pod-logs/                  container logs (kubelet ``podLogsDir``)
+    cni/net.d/, cni/ipam/      the CNI network config and host-local's address leases
+    pids/                      containerd.pid, kubelet.pid, coredns.pid
+and logs in ``<cluster>/logs/{containerd,kubelet,coredns}.log`` beside the control plane's.
+
+Network: a Linux bridge ``dlc-<hash>`` owned by the cluster, with the node's address (the first of
+``ClusterConfig.real_node_cidr``); pods get addresses from the same /24 on veths (CNI ``bridge`` +
+``host-local`` from Debian's containernetworking-plugins). Pods get no default route and the host does no
+forwarding or masquerading for them: they reach each other and the node address (kubelet, CoreDNS), and
+nothing else. No iptables rule is written (kubelet ``makeIPTablesUtilChains: false``, no ``portmap``, no
+kube-proxy: nothing here needs ClusterIP Services; pods find each other through headless Services in DNS).
+
+Scheduling: the node is labelled ``dlcharts.io/node-type=real`` and tainted
+``dlcharts.io/node-type=real:NoSchedule``, so only pods that tolerate the taint (and should select the
+label) land on it; the fake GPU nodes keep every other pod (see :data:`TOLERATION`, :data:`NODE_SELECTOR`).
+
+``stop()`` leaves no process, mount, veth, bridge, cgroup or pid file behind; it works from what is on
+disk, so it also cleans up after a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlcharts.cluster import binaries as _bin
+from dlcharts.cluster import dns, node_image, procs
+from dlcharts.errors import ClusterError
+from dlcharts.waiting import poll
+
+NODE_NAME = "real-0"
+LABEL_KEY = "dlcharts.io/node-type"
+LABEL_VALUE = "real"
+#: what a pod adds to run on the real node
+NODE_SELECTOR: dict[str, str] = {LABEL_KEY: LABEL_VALUE}
+TOLERATION: dict[str, str] = {"key": LABEL_KEY, "operator": "Equal", "value": LABEL_VALUE, "effect": "NoSchedule"}
+CNI_BIN_DIR = Path("/usr/lib/cni")
+CNI_PLUGINS = ("bridge", "host-local", "loopback")
+HOST_TOOLS = {
+    "containerd": "containerd",
+    "containerd-shim-runc-v2": "containerd",
+    "ctr": "containerd",
+    "runc": "runc",
+    "ip": "iproute2",
+    "openssl": "openssl",
+    "mount": "mount",
+}
+SHIM = "containerd-shim-runc-v2"
+# Paths outside the cluster folder that kubelet and libcni hard-code: the device-plugin socket and checkpoint
+# (kubelet has no setting for them) and CNI result caches (one file per pod, removed on CNI DEL).
+KUBELET_DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
+CNI_RESULTS = Path("/var/lib/cni/results")
+# Directories kubelet and containerd create on first use (container log links, shim sockets): removed by
+# stop() when the node made them and they are empty again.
+HOST_DIRS = (Path("/var/log/containers"), Path("/run/containerd/s"), Path("/run/containerd"))
+STATE_FILE = "node.json"
+# Unix sockets take at most 107 bytes; containerd adds ".ttrpc" to its socket path.
+_MAX_SOCKET = 100
+
+
+def default_cidr(cluster: str) -> str:
+    """A /24 per cluster name, out of 10.250.0.0/16 (two clusters on one machine rarely share one; start()
+    refuses a range already on an interface)."""
+    return f"10.250.{hashlib.sha256(cluster.encode()).digest()[0]}.0/24"
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    bridge: str
+    subnet: str
+
+    @property
+    def node_ip(self) -> str:
+        return str(next(ipaddress.ip_network(self.subnet).hosts()))
+
+    @classmethod
+    def for_cluster(cls, cluster: str, cidr: str) -> Network:
+        bridge = "dlc-" + hashlib.sha256(cluster.encode()).hexdigest()[:10]  # at most 15 characters
+        return cls(bridge=bridge, subnet=cidr or default_cidr(cluster))
+
+
+class RealNode:
+    """containerd, kubelet and CoreDNS of the cluster whose state directory is ``state_dir``."""
+
+    def __init__(self, state_dir: Path, cluster: str, cidr: str = "", cache: Path | None = None) -> None:
+        self.state_dir = state_dir
+        self.cluster = cluster
+        self.cache = cache if cache is not None else _bin.cache_dir()
+        self.dir = state_dir / "node"
+        self.network = self._recorded_network() or Network.for_cluster(cluster, cidr)
+
+    # ----- paths -----------------------------------------------------------------------------------
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def pid_dir(self) -> Path:
+        return self.dir / "pids"
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "containerd" / "containerd.sock"
+
+    @property
+    def cgroup_name(self) -> str:
+        return f"dlcharts-{self.cluster}"
+
+    def pids(self) -> dict[str, int]:
+        return procs.pids(self.pid_dir)
+
+    def _recorded_network(self) -> Network | None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            doc = json.loads((self.dir / STATE_FILE).read_text())
+            return Network(bridge=doc["bridge"], subnet=doc["subnet"])
+        return None
+
+    # ----- start -----------------------------------------------------------------------------------
+    def start(self, kubeconfig: Path, timeout: float) -> dict[str, Any]:
+        """Start everything and wait until the node is Ready; return what was started (for the state file)."""
+        self._preflight()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        versions = self._versions()
+        record = {
+            "bridge": self.network.bridge,
+            "subnet": self.network.subnet,
+            # whether stop() may remove kubelet's hard-coded device-plugin directory
+            "made_device_plugins_dir": not KUBELET_DEVICE_PLUGINS.exists(),
+            "made_dirs": [str(d) for d in HOST_DIRS if not d.exists()],
+            **versions,
+        }
+        (self.dir / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        self._bridge_up()
+        self._cgroups_up()
+        images = node_image.images(self.cache)
+        self._write_cni()
+        self._start_containerd(images)
+        node_image.import_images(images, self.socket, self.logs_dir / "containerd.log")
+        admin = yaml.safe_load(kubeconfig.read_text())
+        dns.start(self.dir, self.logs_dir, self.network.node_ip, kubeconfig, self.cache)
+        self._start_kubelet(admin, kubeconfig)
+        self._wait_ready(kubeconfig, timeout)
+        return {
+            "name": NODE_NAME,
+            "ip": self.network.node_ip,
+            "bridge": self.network.bridge,
+            "subnet": self.network.subnet,
+            "images": {"busybox": images.busybox, "pause": images.pause},
+            **versions,
+        }
+
+    def _preflight(self) -> None:
+        if os.geteuid() != 0:
+            raise ClusterError(
+                "the real node (containerd + kubelet) needs root; run as root or start the cluster without it "
+                "(`dlcharts cluster up --no-real-node`, or ClusterConfig(real_node=False))"
+            )
+        missing = sorted({pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None})
+        missing += sorted({"containernetworking-plugins" for p in CNI_PLUGINS if not (CNI_BIN_DIR / p).is_file()})
+        if missing:
+            raise ClusterError(
+                f"the real node needs the Debian packages {', '.join(missing)}; install them with "
+                f"`apt-get install {' '.join(missing)}` (or start without it: `dlcharts cluster up --no-real-node`)"
+            )
+        for name in ("kubelet", "coredns"):
+            if not _bin.binary(name, self.cache).present:
+                raise ClusterError(f"the real node needs {name}; build it with {_bin.build_command()} {name}")
+        if len(str(self.socket)) + len(".ttrpc") > _MAX_SOCKET:
+            raise ClusterError(
+                f"containerd's socket path {self.socket} is too long for a Unix socket; "
+                "set DLCHARTS_CACHE to a shorter directory"
+            )
+        subnet = ipaddress.ip_network(self.network.subnet)
+        out = _run(["ip", "-o", "-4", "addr", "show"]).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            dev, addr = fields[1], ipaddress.ip_interface(fields[3])
+            if dev != self.network.bridge and addr.ip in subnet:
+                raise ClusterError(
+                    f"real_node_cidr {self.network.subnet} overlaps {addr} on {dev}; "
+                    "pick another range with ClusterConfig(real_node_cidr=...)"
+                )
+
+    def _versions(self) -> dict[str, str]:
+        def first_line(cmd: list[str]) -> str:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            return (proc.stdout or proc.stderr).strip().splitlines()[0] if (proc.stdout or proc.stderr).strip() else "?"
+
+        return {
+            "containerd": first_line(["containerd", "--version"]),
+            "runc": first_line(["runc", "--version"]),
+            "kubelet": _bin.KUBERNETES_VERSION,
+            "coredns": _bin.COREDNS_VERSION,
+        }
+
+    def _bridge_up(self) -> None:
+        br, ip = self.network.bridge, self.network.node_ip
+        prefix = ipaddress.ip_network(self.network.subnet).prefixlen
+        if _run(["ip", "link", "show", br], check=False).returncode != 0:
+            _run(["ip", "link", "add", br, "type", "bridge"])
+        _run(["ip", "addr", "replace", f"{ip}/{prefix}", "dev", br])
+        _run(["ip", "link", "set", br, "up"])
+
+    def _cgroup_mounts(self) -> list[Path]:
+        mounts = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            pre, _, post = line.partition(" - ")
+            if post.split()[0] in ("cgroup", "cgroup2"):
+                mounts.append(Path(pre.split()[4]))
+        return mounts
+
+    def _cgroups_up(self) -> None:
+        """kubelet's cgroupRoot /dlcharts-<name> must exist in every hierarchy (cgroup v1 here)."""
+        for mount in self._cgroup_mounts():
+            path = mount / self.cgroup_name
+            path.mkdir(exist_ok=True)
+            for name in ("cpuset.cpus", "cpuset.mems"):  # an empty cpuset takes no task
+                if (path / name).is_file() and not (path / name).read_text().strip():
+                    (path / name).write_text((mount / name).read_text())
+
+    def _write_cni(self) -> None:
+        netd = self.dir / "cni" / "net.d"
+        netd.mkdir(parents=True, exist_ok=True)
+        conf = {
+            "cniVersion": "0.4.0",
+            "name": f"dlcharts-{self.cluster}",
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": self.network.bridge,
+                    # no gateway: the bridge keeps the node address we gave it, pods get no default route
+                    # and ip_forward is left alone, so no pod packet can leave the machine
+                    "isGateway": False,
+                    "isDefaultGateway": False,
+                    "ipMasq": False,
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": self.network.subnet, "gateway": self.network.node_ip}]],
+                        "dataDir": str(self.dir / "cni" / "ipam"),
+                    },
+                }
+            ],
+        }
+        (netd / "10-dlcharts.conflist").write_text(json.dumps(conf, indent=2) + "\n")
+
+    def _start_containerd(self, images: node_image.LocalImages) -> None:
+        root = self.dir / "containerd"
+        config = f"""# Written by dlcharts.cluster.node: this cluster's own containerd.
+version = 2
+root = "{root / "root"}"
+state = "{root / "state"}"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "{self.socket}"
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{root / "opt"}"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{images.pause}"
+  # containerd here lacks CAP_SYS_RESOURCE: without this, runc fails to lower oom_score_adj
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "{self.dir / "runc"}"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{CNI_BIN_DIR}"
+    conf_dir = "{self.dir / "cni" / "net.d"}"
+"""
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "config.toml").write_text(config)
+        procs.spawn(
+            "containerd",
+            ["containerd", "--config", str(root / "config.toml")],
+            self.pid_dir,
+            self.logs_dir / "containerd.log",
+        )
+        poll(
+            lambda: (
+                self.socket.is_socket()
+                and _run(["ctr", "--address", str(self.socket), "version"], check=False).returncode == 0
+            ),
+            60,
+            f"containerd to serve {self.socket} (log {self.logs_dir / 'containerd.log'})",
+            interval=0.2,
+        )
+
+    def _credentials(self, admin: dict[str, Any], kubeconfig: Path) -> tuple[Path, Path, Path]:
+        """A client + serving certificate for the kubelet (system:node:<name>, group system:nodes, with the
+        node address as SAN), signed by the CA kwokctl generated for the cluster; returns (ca, cert, key)."""
+        pki = self.state_dir / "pki"
+        ca, ca_key = pki / "ca.crt", pki / "ca.key"
+        if not ca.is_file() or not ca_key.is_file():
+            raise ClusterError(f"no cluster CA at {ca} / {ca_key}; kwokctl's layout changed")
+        out = self.dir / "kubelet" / "pki"
+        out.mkdir(parents=True, exist_ok=True)
+        cert, key = out / "kubelet.crt", out / "kubelet.key"
+        with tempfile.TemporaryDirectory(prefix="dlcharts-kubelet-pki-") as tmp:
+            csr, ext = Path(tmp) / "kubelet.csr", Path(tmp) / "ext.cnf"
+            ext.write_text(
+                "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                "extendedKeyUsage=clientAuth,serverAuth\n"
+                f"subjectAltName=IP:{self.network.node_ip},DNS:{NODE_NAME}\n"
+            )
+            _run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                  "-subj", f"/O=system:nodes/CN=system:node:{NODE_NAME}", "-out", str(csr)])  # fmt: skip
+            _run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+                  "-set_serial", f"0x{os.urandom(8).hex()}", "-days", "365", "-extfile", str(ext),
+                  "-out", str(cert)])  # fmt: skip
+        return ca, cert, key
+
+    def _start_kubelet(self, admin: dict[str, Any], kubeconfig: Path) -> None:
+        kdir = self.dir / "kubelet"
+        kdir.mkdir(parents=True, exist_ok=True)
+        ca, cert, key = self._credentials(admin, kubeconfig)
+        server = admin["clusters"][0]["cluster"]["server"]
+        kube = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": self.cluster, "cluster": {"server": server, "certificate-authority": str(ca)}}],
+            "users": [{"name": NODE_NAME, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+            "contexts": [{"name": "kubelet", "context": {"cluster": self.cluster, "user": NODE_NAME}}],
+            "current-context": "kubelet",
+        }
+        (kdir / "kubeconfig.yaml").write_text(yaml.safe_dump(kube, sort_keys=False))
+        resolv = kdir / "resolv.conf"  # the host's search domains stay out of pods
+        resolv.write_text(f"nameserver {self.network.node_ip}\n")
+        config = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            # cgroup v1 hierarchy on this machine kind; kubelet 1.35 refuses v1 unless told
+            "failCgroupV1": False,
+            "cgroupDriver": "cgroupfs",
+            "cgroupRoot": f"/{self.cgroup_name}",
+            "address": self.network.node_ip,
+            "port": 10250,
+            "readOnlyPort": 0,
+            "healthzBindAddress": self.network.node_ip,
+            "healthzPort": 10248,
+            "tlsCertFile": str(cert),
+            "tlsPrivateKeyFile": str(key),
+            "authentication": {
+                "anonymous": {"enabled": False},
+                "webhook": {"enabled": True},
+                "x509": {"clientCAFile": str(ca)},
+            },
+            "authorization": {"mode": "Webhook"},
+            "clusterDomain": dns.DOMAIN,
+            "clusterDNS": [self.network.node_ip],
+            "resolvConf": str(resolv),
+            "containerRuntimeEndpoint": f"unix://{self.socket}",
+            "podLogsDir": str(self.dir / "pod-logs"),
+            "makeIPTablesUtilChains": False,
+            "failSwapOn": False,
+            "registerWithTaints": [{"key": LABEL_KEY, "value": LABEL_VALUE, "effect": "NoSchedule"}],
+            # a shared CI disk may be fuller than the defaults allow; pods here are tiny
+            "evictionHard": {
+                "memory.available": "50Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+                "nodefs.inodesFree": "1%",
+            },  # fmt: skip
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
+            "serializeImagePulls": False,
+            "nodeStatusReportFrequency": "10s",
+            "syncFrequency": "10s",
+        }
+        (kdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        procs.spawn(
+            "kubelet",
+            [
+                str(_bin.binary("kubelet", self.cache).path),
+                f"--config={kdir / 'config.yaml'}",
+                f"--kubeconfig={kdir / 'kubeconfig.yaml'}",
+                f"--root-dir={kdir / 'root'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--node-ip={self.network.node_ip}",
+                f"--node-labels={LABEL_KEY}={LABEL_VALUE},dlcharts.io/node-pool={LABEL_VALUE}",
+            ],
+            self.pid_dir,
+            self.logs_dir / "kubelet.log",
+        )
+
+    def _wait_ready(self, kubeconfig: Path, timeout: float) -> None:
+        from kubernetes import client
+        from kubernetes import config as kconfig
+
+        api = kconfig.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+        with contextlib.closing(api):
+            core: Any = client.CoreV1Api(api)
+
+            def ready() -> bool:
+                pid = self.pids().get("kubelet")
+                if pid is None or not procs.alive(pid):
+                    raise ClusterError(f"kubelet exited; see {self.logs_dir / 'kubelet.log'}")
+                node = core.read_node(NODE_NAME)
+                return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+            poll(ready, timeout, f"the real node {NODE_NAME} to be Ready (log {self.logs_dir / 'kubelet.log'})")
+
+    # ----- stop ------------------------------------------------------------------------------------
+    def stop(self, kubeconfig: Path | None = None) -> None:
+        """Stop and remove everything the node made on the host. Safe to call when nothing runs."""
+        if kubeconfig is not None and kubeconfig.is_file() and self.pids().get("kubelet"):
+            with contextlib.suppress(Exception):
+                self._drain(kubeconfig)
+        running = self.pids()
+        for name in ("kubelet", "coredns"):
+            if name in running:
+                procs.stop(running[name], name)
+        if self.socket.is_socket() and "containerd" in running and procs.alive(running["containerd"]):
+            self._kill_tasks()
+        if "containerd" in running:
+            procs.stop(running["containerd"], "containerd")
+        shims = {p for p in procs.all_pids() if self._is_our_shim(p)}
+        procs.kill(procs.children(shims) | shims)
+        self._unmount()
+        self._bridge_down()
+        self._cgroups_down()
+        self._container_log_links_down()
+        self._hard_coded_paths_down()
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.pid_dir)
+
+    def _drain(self, kubeconfig: Path) -> None:
+        """Delete the node's pods through the API and give the kubelet a moment to stop their sandboxes
+        (that releases their addresses and network namespaces the normal way)."""
+        from kubernetes import client
+        from kubernetes import config as kconfig
+
+        api = kconfig.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+        with contextlib.closing(api):
+            core: Any = client.CoreV1Api(api)
+            pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={NODE_NAME}").items
+            for pod in pods:
+                with contextlib.suppress(Exception):
+                    core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+        if pods:
+            deadline = time.monotonic() + 20
+            while self._tasks() and time.monotonic() < deadline:
+                time.sleep(0.5)
+
+    def _ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return _run(["ctr", "--address", str(self.socket), "-n", "k8s.io", *args], check=False, timeout=30)
+
+    def _tasks(self) -> list[str]:
+        return [t for t in self._ctr("tasks", "ls", "-q").stdout.split() if t]
+
+    def _kill_tasks(self) -> None:
+        for task in self._tasks():
+            self._ctr("tasks", "kill", "--all", "--signal", "SIGKILL", task)
+        deadline = time.monotonic() + 10
+        for task in self._tasks():
+            while self._ctr("tasks", "delete", task).returncode != 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    def _is_our_shim(self, pid: int) -> bool:
+        argv = procs.cmdline(pid)
+        return bool(argv) and Path(argv[0]).name == SHIM and str(self.socket) in argv
+
+    def _unmount(self) -> None:
+        """Unmount everything mounted under the cluster's folder, deepest first (container rootfs, netns,
+        /dev/shm, pod volumes)."""
+        prefix = str(self.state_dir) + "/"
+        for _ in range(5):
+            targets = [m for m in mount_points() if m.startswith(prefix)]
+            if not targets:
+                return
+            for target in sorted(targets, key=len, reverse=True):
+                if _run(["umount", target], check=False).returncode != 0:
+                    _run(["umount", "-l", target], check=False)
+        left = [m for m in mount_points() if m.startswith(prefix)]
+        if left:
+            raise ClusterError(f"could not unmount {', '.join(left)}")
+
+    def _bridge_down(self) -> None:
+        br = self.network.bridge
+        if _run(["ip", "link", "show", br], check=False).returncode != 0:
+            return
+        for line in _run(["ip", "-o", "link", "show", "master", br], check=False).stdout.splitlines():
+            dev = line.split(":")[1].strip().split("@")[0]
+            _run(["ip", "link", "del", dev], check=False)
+        _run(["ip", "link", "del", br], check=False)
+
+    def _cgroups_down(self) -> None:
+        for mount in self._cgroup_mounts():
+            top = mount / self.cgroup_name
+            if not top.is_dir():
+                continue
+            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+            for d in [*dirs, top]:
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+
+    def _container_log_links_down(self) -> None:
+        """kubelet links each container log into /var/log/containers; drop links into our pod-logs."""
+        links = Path("/var/log/containers")
+        if not links.is_dir():
+            return
+        ours = str(self.dir / "pod-logs")
+        for link in links.iterdir():
+            with contextlib.suppress(OSError):
+                if link.is_symlink() and os.readlink(link).startswith(ours):
+                    link.unlink()
+
+    def _hard_coded_paths_down(self) -> None:
+        for result in CNI_RESULTS.glob(f"dlcharts-{self.cluster}-*"):
+            with contextlib.suppress(OSError):
+                result.unlink()
+        for empty in (CNI_RESULTS, CNI_RESULTS.parent):  # rmdir: only when nothing else is in them
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+        with contextlib.suppress(OSError, ValueError):
+            for made_dir in json.loads((self.dir / STATE_FILE).read_text()).get("made_dirs", []):
+                with contextlib.suppress(OSError):
+                    Path(made_dir).rmdir()
+        with contextlib.suppress(OSError, ValueError):
+            made = json.loads((self.dir / STATE_FILE).read_text()).get("made_device_plugins_dir")
+            kubelets = [p for p in procs.all_pids() if Path((procs.cmdline(p) or [""])[0]).name == "kubelet"]
+            if made and not [p for p in kubelets if procs.alive(p)]:
+                shutil.rmtree(KUBELET_DEVICE_PLUGINS, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    KUBELET_DEVICE_PLUGINS.parent.rmdir()  # /var/lib/kubelet, when nothing else is in it
+
+
+def mount_points() -> list[str]:
+    """Mount points of this mount namespace (from /proc/self/mountinfo, octal escapes undone)."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        raw = line.split()[4]
+        points.append(raw.encode().decode("unicode_escape"))
+    return points
+
+
+def bridge_exists(name: str) -> bool:
+    return Path(f"/sys/class/net/{name}").exists()
+
+
+def _run(cmd: list[str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise ClusterError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return proc
