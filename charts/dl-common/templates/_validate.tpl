@@ -93,13 +93,21 @@ peer-wait init containers and the helm test pod; dl-common.validate.image) and t
 {{/*
 dl-common.validate.global: "errors" plus the errors in .Values.global: global.imageRegistry (see
 dl-common.pod.image) must be a registry host[:port] with an optional path, without a scheme, since it
-becomes the start of every image reference. Every chart calls it (training charts through
+becomes the start of every image reference. Other globals are an umbrella chart's business and pass, except
+a key that starts with "image" and is not one of ours: that is a typo of global.imageRegistry or
+global.imagePullSecrets, which would otherwise be ignored. Every chart calls it (training charts through
 dl-common.validate.release).
   {{- $errors = include "dl-common.validate.global" (dict "errors" $errors "context" $) | fromJsonArray -}}
 */}}
 {{- define "dl-common.validate.global" -}}
 {{- $errors := .errors | default list -}}
-{{- $registry := toString ((.context.Values.global | default dict).imageRegistry | default "") -}}
+{{- $global := .context.Values.global | default dict -}}
+{{- range $key := keys $global | sortAlpha -}}
+{{- if and (hasPrefix "image" (lower $key)) (not (has $key (list "imageRegistry" "imagePullSecrets"))) -}}
+{{- $errors = append $errors (printf "global.%s is not a value this chart reads; the image globals are global.imageRegistry and global.imagePullSecrets." $key) -}}
+{{- end -}}
+{{- end -}}
+{{- $registry := toString ($global.imageRegistry | default "") -}}
 {{- if $registry -}}
 {{- $host := `[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?` -}}
 {{- $path := `(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*` -}}
