@@ -595,7 +595,7 @@ role's securityContext minus added capabilities, and resources mpi.setup.resourc
 {{- $_ := set $sc "capabilities" $caps -}}
 {{- end -}}
 - name: mpi-setup
-  image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
+  image: {{ include "dl-common.pod.image" (dict "image" $s.image "context" .context) | quote }}
   imagePullPolicy: {{ ($s.image | default dict).pullPolicy | default "IfNotPresent" }}
   command: ["/bin/sh", "/etc/mpi/mpi-setup.sh"]
   env:

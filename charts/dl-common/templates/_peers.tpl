@@ -137,7 +137,7 @@ empty or peerWait.enabled is false).
 {{- $image := $pw.image | default dict -}}
 {{- if and $pw.enabled (gt (int (include "dl-common.peers.total" .)) 0) -}}
 - name: peer-wait
-  image: {{ include "dl-common.pod.image" (dict "image" $image) | quote }}
+  image: {{ include "dl-common.pod.image" (dict "image" $image "context" .context) | quote }}
   imagePullPolicy: {{ $image.pullPolicy | default "IfNotPresent" }}
   command: ["/bin/sh", "-c"]
   args:
@@ -183,13 +183,13 @@ spec:
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with .settings.imagePullSecrets }}
+  {{- with include "dl-common.pod.pullSecrets" (dict "secrets" .settings.imagePullSecrets "context" $ctx) }}
   imagePullSecrets:
-    {{- include "dl-common.pod.pullSecrets" (dict "secrets" .) | nindent 4 }}
+    {{- . | nindent 4 }}
   {{- end }}
   containers:
     - name: test-peers
-      image: {{ include "dl-common.pod.image" (dict "image" $image) | quote }}
+      image: {{ include "dl-common.pod.image" (dict "image" $image "context" .context) | quote }}
       imagePullPolicy: {{ $image.pullPolicy | default "IfNotPresent" }}
       command: ["/bin/sh", "-c"]
       args:

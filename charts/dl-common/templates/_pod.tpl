@@ -1,25 +1,51 @@
 {{/*
-dl-common.pod.image: "<repository>:<tag>" of an image dict {repository, tag, pullPolicy}.
-  image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
+dl-common.pod.image: the reference "<registry>/<path>:<tag>" of an image dict {repository, tag, pullPolicy};
+every image a chart writes goes through it. "tagDefault" stands in for an empty tag (e.g. the chart's
+appVersion). When .Values.global.imageRegistry is set (a mirror for air-gapped clusters), it replaces the
+registry part of the repository: the first path component when it contains "." or ":" or is "localhost",
+else Docker Hub's implicit one. The rest of the path is kept as written and Docker Hub's "library/" is not
+added, so "busybox" becomes "<mirror>/busybox" and "nvcr.io/nvidia/k8s-device-plugin" becomes
+"<mirror>/nvidia/k8s-device-plugin" (mirror what you pushed under the same path). The tag is untouched.
+dl-common.validate.global checks the value.
+  image: {{ include "dl-common.pod.image" (dict "image" $s.image "context" $) | quote }}
 */}}
 {{- define "dl-common.pod.image" -}}
 {{- $image := .image | default dict -}}
-{{- printf "%s:%s" ($image.repository | default "") (toString ($image.tag | default "")) -}}
+{{- $repository := toString ($image.repository | default "") -}}
+{{- $registry := toString ((.context.Values.global | default dict).imageRegistry | default "") -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" $repository -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $parts = rest $parts -}}
+{{- end -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" $registry) (join "/" $parts) -}}
+{{- end -}}
+{{- printf "%s:%s" $repository (toString ($image.tag | default .tagDefault | default "")) -}}
 {{- end -}}
 
 {{/*
-dl-common.pod.pullSecrets: imagePullSecrets list items from a list of names or {name: ...} dicts.
+dl-common.pod.pullSecrets: the imagePullSecrets items of a pod: "secrets" (the chart's or role's list of
+names or {name: ...} dicts) followed by .Values.global.imagePullSecrets, each name once. Renders nothing
+when both are empty.
+  {{- with include "dl-common.pod.pullSecrets" (dict "secrets" $s.imagePullSecrets "context" $) }}
   imagePullSecrets:
-    {{- include "dl-common.pod.pullSecrets" (dict "secrets" $s.imagePullSecrets) | nindent 4 }}
+    {{- . | nindent 4 }}
+  {{- end }}
 */}}
 {{- define "dl-common.pod.pullSecrets" -}}
-{{- range .secrets }}
-{{- if kindIs "map" . }}
-- name: {{ .name }}
-{{- else }}
+{{- $global := (.context.Values.global | default dict).imagePullSecrets | default list -}}
+{{- $names := list -}}
+{{- range concat (.secrets | default list) $global -}}
+{{- if kindIs "map" . -}}
+{{- $names = append $names (toString .name) -}}
+{{- else -}}
+{{- $names = append $names (toString .) -}}
+{{- end -}}
+{{- end -}}
+{{- range $names | uniq }}
 - name: {{ . }}
-{{- end }}
-{{- end }}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -161,7 +187,7 @@ mounts, the chart's "volumeMounts" and settings.volumeMounts.
 {{- define "dl-common.pod.container" -}}
 {{- $s := .settings -}}
 - name: {{ .role }}
-  image: {{ include "dl-common.pod.image" (dict "image" $s.image) | quote }}
+  image: {{ include "dl-common.pod.image" (dict "image" $s.image "context" .context) | quote }}
   imagePullPolicy: {{ ($s.image | default dict).pullPolicy | default "IfNotPresent" }}
   {{- with (include "dl-common.pod.command" . | trim) }}
   {{- . | nindent 2 }}
@@ -235,9 +261,9 @@ spec:
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with $s.imagePullSecrets }}
+  {{- with include "dl-common.pod.pullSecrets" (dict "secrets" $s.imagePullSecrets "context" $ctx) }}
   imagePullSecrets:
-    {{- include "dl-common.pod.pullSecrets" (dict "secrets" .) | nindent 4 }}
+    {{- . | nindent 4 }}
   {{- end }}
   {{- with (include "dl-common.scheduling.pod" . | trim) }}
   {{- . | nindent 2 }}

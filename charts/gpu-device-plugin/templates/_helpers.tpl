@@ -3,14 +3,6 @@ Chart-local helpers of gpu-device-plugin. Names, labels and validation come from
 */}}
 
 {{/*
-gpu-device-plugin.image: "<repository>:<tag>" of an image block; an empty tag means the chart's appVersion.
-  {{ include "gpu-device-plugin.image" (dict "image" .Values.image "context" $) }}
-*/}}
-{{- define "gpu-device-plugin.image" -}}
-{{- printf "%s:%s" .image.repository (.image.tag | default .context.Chart.AppVersion) -}}
-{{- end -}}
-
-{{/*
 gpu-device-plugin.set: "true" when a tri-state value was given (anything but null), else "".
   {{- if include "gpu-device-plugin.set" .Values.migStrategy }}...{{ end }}
 */}}
@@ -195,9 +187,9 @@ tolerations:
   {{- with $v.tolerations }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
-{{- with $v.imagePullSecrets }}
+{{- with include "dl-common.pod.pullSecrets" (dict "secrets" $v.imagePullSecrets "context" .context) }}
 imagePullSecrets:
-  {{- toYaml . | nindent 2 }}
+  {{- . | nindent 2 }}
 {{- end }}
 {{- end -}}
 
@@ -270,7 +262,7 @@ as root with no capabilities because the process it signals runs as root).
 {{- define "gpu-device-plugin.configManager" -}}
 {{- $v := .context.Values -}}
 - name: {{ .name }}
-  image: {{ include "gpu-device-plugin.image" (dict "image" $v.image "context" .context) | quote }}
+  image: {{ include "dl-common.pod.image" (dict "image" $v.image "tagDefault" .context.Chart.AppVersion "context" .context) | quote }}
   imagePullPolicy: {{ $v.image.pullPolicy | quote }}
   command: ["config-manager"]
   {{- if .oneshot }}
