@@ -33,8 +33,16 @@ state file's ``real_node.images`` give the references and digests.
 ``stop()`` leaves no process (the registry included), mount, veth, bridge, cgroup or pid file behind; it works
 from what is on disk, so it also cleans up after a crash. The registry's storage stays for the next start.
 
-Timings (``dlcharts cluster up``, 2 cores, binaries built; the real node's part in brackets):
-TIMINGS_PLACEHOLDER
+Timings (``dlcharts cluster up`` as root, 2 cores shared with other jobs, binaries built), measured 2026-11-23:
+
+    images cached, registry storage kept       12.2-16.2 s in all; about 1 s of it is the images (registry
+                                               start, digest checks of the cached layout, crane push, mutate
+                                               and digest with nothing new to upload)
+    empty image cache and registry storage     69.7 s in all: about 57 s more, building busybox:1.37.0
+                                               (.debs from the Debian mirror, mmdebstrap, umoci) and pushing it
+    first pod on a new node                    its sandbox runs after about 8 s (containerd pulls and unpacks
+                                               the pause image: 70 MB compressed, 167 MB unpacked); busybox
+                                               shares those layers and is then pulled in about 55 ms
 """
 
 from __future__ import annotations

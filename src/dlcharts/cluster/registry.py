@@ -1,10 +1,11 @@
 """A local OCI registry (distribution v3, built from the Go module proxy) on 127.0.0.1.
 
-The images of ``dlcharts images`` are pushed here and the node's kubelet pulls them from here, the way a
-user's cluster pulls from a mirror. The registry runs as one detached process; its storage, config, log
-and pid live under ``$DLCHARTS_CACHE/registry/`` (``~/.cache/dlcharts/registry``), so images survive a
-restart. Plain HTTP on 127.0.0.1 only, no auth (TLS and auth are a later step). A cluster with a real node
-runs its own instance, with its state under ``registry/clusters/<name>/`` (dlcharts.cluster.node_registry).
+The images of ``dlcharts images`` are pushed here, and the real node's kubelet pulls from a registry of this
+kind (its cluster's own), the way a user's cluster pulls from a mirror. The registry runs as one detached
+process; its storage, config, log and pid live under ``$DLCHARTS_CACHE/registry/``
+(``~/.cache/dlcharts/registry``), so images survive a restart. Plain HTTP on 127.0.0.1 only, no auth (TLS and
+auth are a later step). A cluster with a real node runs its own instance, with its state under
+``registry/clusters/<name>/`` (dlcharts.cluster.node_registry).
 
     start()   start it (or reuse the running one) and return its status
     stop()    stop it (storage is kept)
