@@ -258,7 +258,8 @@ def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict
 
 
 def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> None:
-    name = "dlcharts-down"
+    # its own name, derived from the session's: two sessions (DLCHARTS_CLUSTER_NAME) never share this cluster
+    name = f"{os.environ.get('DLCHARTS_CLUSTER_NAME', 'dlcharts')}-down"
     env = {**os.environ}
     cli = [sys.executable, "-m", "dlcharts.cluster"]
     up = subprocess.run([*cli, "up", "--name", name], capture_output=True, text=True, env=env, timeout=600)

@@ -392,7 +392,7 @@ class EmbeddedCluster:
             dead.append("registry")
         if dead:
             raise ClusterError(
-                f"cluster {self.config.name} runs, but its real node's {', '.join(dead)} do not; "
+                f"cluster {self.config.name} runs, but these parts of its real node do not: {', '.join(dead)}; "
                 f"restart it: `dlcharts cluster down --name {self.config.name}` then `up` (logs in {node.logs_dir})"
             )
         state = self.state_dir / STATE_FILE
