@@ -44,7 +44,7 @@ dist: $(STAMP)  ## build the harness wheel into dist/ (pip install dist/dlcharts
 # Go lives in /usr/local/go/bin on the project's machines; the control-plane build needs it.
 export PATH := $(PATH):/usr/local/go/bin
 
-control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns
+control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane
 	bash ci/build-control-plane.sh
 
 demo: setup control-plane  ## the main job: embedded cluster + tensorflow-dist --set worker=4; where each worker landed

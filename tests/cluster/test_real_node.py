@@ -3,7 +3,8 @@ through the API server to the kubelet, pods resolve each other through CoreDNS, 
 nothing on the host.
 
 Pods here select the node (dlcharts.io/node-type=real) and tolerate its taint; every other test's pods keep
-landing on the fake nodes. The image is the local busybox the cluster imports (no registry)."""
+landing on the fake nodes. The image is the helper image busybox:1.37.0 (runs as 1000:1000), which the kubelet
+pulls from the cluster's own registry on 127.0.0.1 (dlcharts.cluster.node_registry)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from kubernetes import client
 
 from dlcharts import toolchain
-from dlcharts.cluster import ClusterHandle, node, poll, procs
+from dlcharts.cluster import ClusterHandle, cache_dir, node, node_registry, poll, procs
 
 pytestmark = pytest.mark.cluster
 
@@ -33,8 +34,9 @@ RESTRICTED = {
 
 @pytest.fixture(scope="module")
 def image(embedded_cluster: ClusterHandle) -> str:
-    assert embedded_cluster.real_node is not None, "the session's cluster was started without its real node"
-    return str(embedded_cluster.real_node["images"]["busybox"])
+    images = embedded_cluster.images
+    assert images is not None, "the session's cluster was started without its real node"
+    return images.busybox
 
 
 def real_pod_spec(image: str, script: str, **extra: Any) -> dict[str, Any]:
@@ -93,6 +95,31 @@ def test_restricted_pod_succeeds_and_its_logs_come_through_the_api_server(
     logs = kubectl(embedded_cluster, "logs", "-n", namespace, "hello")
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout.strip() == "hello from hello as uid 1000"
+
+
+def test_the_kubelet_pulled_the_image_from_the_cluster_registry(
+    api: Any, embedded_cluster: ClusterHandle, namespace: str, image: str
+) -> None:
+    images = embedded_cluster.images
+    assert images is not None
+    assert image == f"{images.registry}/busybox:1.37.0" and images.registry.startswith("127.0.0.1:")
+    core: Any = client.CoreV1Api(api)
+    pod = run_to_end(core, namespace, "pulled", real_pod_spec(image, "id -u"))
+    assert pod.status.phase == "Succeeded", pod.status
+    [status] = pod.status.container_statuses
+    # the runtime names the image by the repository digest it pulled: the manifest the registry serves now
+    served = node_registry.digest(image, cache_dir())
+    assert status.image_id == f"{images.registry}/busybox@{served}"
+    assert served == images.busybox_digest
+    assert core.read_namespaced_pod_log("pulled", namespace).strip() == "1000"
+    # the sandbox image comes from the same registry (containerd pulled it for the first pod)
+    wanted = {f"{images.registry}/pause@{images.pause_digest}", f"{images.registry}/busybox@{images.busybox_digest}"}
+
+    def listed() -> bool:  # the kubelet reports the node's images every few seconds
+        status = core.read_node(node.NODE_NAME).status
+        return wanted <= {name for img in status.images or [] for name in img.names or []}
+
+    poll(listed, 60, f"the real node to list {', '.join(sorted(wanted))}")
 
 
 def test_exec_runs_in_the_container(api: Any, embedded_cluster: ClusterHandle, namespace: str, image: str) -> None:
@@ -231,7 +258,8 @@ def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict
 
 
 def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> None:
-    name = "dlcharts-down"
+    # its own name, derived from the session's: two sessions (DLCHARTS_CLUSTER_NAME) never share this cluster
+    name = f"{os.environ.get('DLCHARTS_CLUSTER_NAME', 'dlcharts')}-down"
     env = {**os.environ}
     cli = [sys.executable, "-m", "dlcharts.cluster"]
     up = subprocess.run([*cli, "up", "--name", name], capture_output=True, text=True, env=env, timeout=600)
@@ -244,6 +272,8 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
 
         cluster = EmbeddedCluster(ClusterConfig(name=name))
         state = json.loads((cluster.state_dir / "dlcharts-cluster.json").read_text())["real_node"]
+        reg = node_registry.registry_for(name, cache_dir()).status()
+        assert reg.running and reg.address == state["images"]["registry"], reg
         kubeconfig = cluster.kubeconfig
         pids = {**embedded_pids(cluster.state_dir)}
         # a pod, so that there is a veth, a network namespace and container mounts to clean up
@@ -267,6 +297,8 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
     after = _host_traces(cluster.state_dir, state["bridge"], state["subnet"], f"dlcharts-{name}")
     assert after == {"processes": [], "mounts": [], "links": [], "iptables": [], "cgroups": []}
     assert [p for p in pids.values() if procs.alive(p)] == []
+    assert reg.pid is not None and not procs.alive(reg.pid)  # the cluster's registry is stopped with it
+    assert not node_registry.registry_for(name, cache_dir()).status().running
     assert not cluster.state_dir.exists()
     status = subprocess.run([*cli, "status", "--name", name], capture_output=True, text=True, env=env)
     assert status.returncode == 1 and "not running" in status.stdout

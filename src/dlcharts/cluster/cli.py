@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     cluster.set_defaults(func=cmd_cluster)
 
-    reg = sub.add_parser("registry", help="the local OCI registry (distribution v3) on 127.0.0.1 the node pulls from")
+    reg = sub.add_parser("registry", help="the local OCI registry (distribution v3) on 127.0.0.1 (images build --push)")
     reg.add_argument("action", choices=["up", "down", "status"])
     reg.add_argument(
         "--port", type=int, default=None, help="port on 127.0.0.1 (default: $DLCHARTS_REGISTRY_PORT or free)"

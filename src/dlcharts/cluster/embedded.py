@@ -6,10 +6,11 @@ kube-scheduler and the kwok controller as detached processes, and records their 
 cluster's state directory ``$DLCHARTS_CACHE/clusters/<name>``. Everything after that is ours: we wait
 for ``/readyz``, for the controller-manager's and scheduler's leader leases, create the fake nodes
 from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount,
-then start the one real node (:mod:`dlcharts.cluster.node`: containerd, kubelet, CoreDNS) unless
-``ClusterConfig.real_node`` is off. kwok manages only the nodes annotated ``kwok.x-k8s.io/node: fake``, so the
+then start the one real node (:mod:`dlcharts.cluster.node`: containerd, kubelet, CoreDNS, and the cluster's own
+registry its images are pulled from, :mod:`dlcharts.cluster.node_registry`) unless ``ClusterConfig.real_node`` is
+off. kwok manages only the nodes annotated ``kwok.x-k8s.io/node: fake``, so the
 real node and its pods are the kubelet's alone. Stopping removes the real node first (its mounts and network
-live under the state directory), then the control plane.
+live under the state directory; its registry is stopped too), then the control plane.
 
 Usage::
 
@@ -49,6 +50,7 @@ from dlcharts.cluster import binaries as _bin
 from dlcharts.cluster import procs
 from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
 from dlcharts.cluster.node import RealNode
+from dlcharts.cluster.node_registry import NodeImages, registry_for
 from dlcharts.errors import ClusterError
 from dlcharts.waiting import poll
 
@@ -123,6 +125,21 @@ class ClusterHandle(ClusterAccess):
     def pids(self) -> dict[str, int]:
         """The control plane's processes (kwokctl's pid files)."""
         return _component_pids(self.state_dir)
+
+    @property
+    def images(self) -> NodeImages | None:
+        """The real node's images in the cluster's registry: ``images.busybox`` is
+        ``127.0.0.1:<port>/busybox:1.37.0`` (None without a real node)."""
+        if not self.real_node:
+            return None
+        recorded = self.real_node.get("images") or {}
+        try:
+            return NodeImages(**recorded)
+        except TypeError:
+            raise ClusterError(
+                f"cluster {self.name} was started by an older dlcharts (its images are {recorded}); restart it: "
+                f"`dlcharts cluster down --name {self.name}` then `up`"
+            ) from None
 
     def node_pids(self) -> dict[str, int]:
         """The real node's processes: containerd, kubelet, coredns (empty without a real node)."""
@@ -371,9 +388,11 @@ class EmbeddedCluster:
             return node.start(self.kubeconfig, self.config.start_timeout)
         pids = node.pids()
         dead = [n for n in ("containerd", "kubelet", "coredns") if n not in pids or not procs.alive(pids[n])]
+        if not registry_for(self.config.name, self.cache).status().running:
+            dead.append("registry")
         if dead:
             raise ClusterError(
-                f"cluster {self.config.name} runs, but its real node's {', '.join(dead)} do not; "
+                f"cluster {self.config.name} runs, but these parts of its real node do not: {', '.join(dead)}; "
                 f"restart it: `dlcharts cluster down --name {self.config.name}` then `up` (logs in {node.logs_dir})"
             )
         state = self.state_dir / STATE_FILE

@@ -1,9 +1,11 @@
 """A local OCI registry (distribution v3, built from the Go module proxy) on 127.0.0.1.
 
-The images of ``dlcharts images`` are pushed here and the node's kubelet pulls them from here, the way a
-user's cluster pulls from a mirror. The registry runs as one detached process; its storage, config, log
-and pid live under ``$DLCHARTS_CACHE/registry/`` (``~/.cache/dlcharts/registry``), so images survive a
-restart. Plain HTTP on 127.0.0.1 only, no auth (TLS and auth are a later step).
+The images of ``dlcharts images`` are pushed here, and the real node's kubelet pulls from a registry of this
+kind (its cluster's own), the way a user's cluster pulls from a mirror. The registry runs as one detached
+process; its storage, config, log and pid live under ``$DLCHARTS_CACHE/registry/``
+(``~/.cache/dlcharts/registry``), so images survive a restart. Plain HTTP on 127.0.0.1 only, no auth (TLS and
+auth are a later step). A cluster with a real node runs its own instance, with its state under
+``registry/clusters/<name>/`` (dlcharts.cluster.node_registry).
 
     start()   start it (or reuse the running one) and return its status
     stop()    stop it (storage is kept)
@@ -83,16 +85,17 @@ class RegistryStatus:
 
 class Registry:
     """The local registry with its state under ``root`` (default ``<cache>/registry``); ``port`` None means
-    $DLCHARTS_REGISTRY_PORT, else the port used last time when it is free, else a free one."""
+    $DLCHARTS_REGISTRY_PORT (unless ``use_env_port`` is off: a cluster's own registry, see
+    dlcharts.cluster.node_registry), else the port used last time when it is free, else a free one."""
 
-    def __init__(self, root: Path | None = None, port: int | None = None) -> None:
+    def __init__(self, root: Path | None = None, port: int | None = None, *, use_env_port: bool = True) -> None:
         self.root = root if root is not None else cache_dir() / "registry"
         self.storage = self.root / "storage"
         self.log = self.root / "registry.log"
         self.pidfile = self.root / "registry.pid"
         self.statefile = self.root / "state.json"
         self.config = self.root / "config.yml"
-        env_port = os.environ.get(PORT_ENV, "")
+        env_port = os.environ.get(PORT_ENV, "") if use_env_port else ""
         if port is None and env_port:
             if not env_port.isdigit() or not 0 < int(env_port) < 65536:
                 raise ClusterError(f"{PORT_ENV}={env_port!r} is not a port number (1-65535)")
