@@ -411,7 +411,7 @@ class EmbeddedCluster:
         for name, pid in pids.items():
             with contextlib.suppress(ClusterError):
                 poll(functools.partial(_dead, pid), 20, f"{name} (pid {pid}) to exit", interval=0.1)
-            if _alive(pid) and _is_component(pid):
+            if procs.alive(pid) and _is_component(pid):
                 os.kill(pid, signal.SIGKILL)
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -573,23 +573,8 @@ def _component_pids(state_dir: Path) -> dict[str, int]:
     return pids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie is not alive for our purposes
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("State:"):
-                return "Z" not in line.split()[1]
-    return True
-
-
 def _dead(pid: int) -> bool:
-    return not _alive(pid)
+    return not procs.alive(pid)
 
 
 def _is_component(pid: int) -> bool:

@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from dlcharts.cluster import procs
 from dlcharts.cluster.binaries import VERSIONS, build_script, cache_dir
 from dlcharts.errors import ClusterError
 
@@ -184,9 +185,9 @@ class Registry:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
+        while procs.alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if procs.alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         child = _STARTED.pop(pid, None)
@@ -239,21 +240,13 @@ def _responds(address: str) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def _is_registry(pid: int) -> bool:
     """Whether ``pid`` runs a pinned registry binary (guards against pid reuse)."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
-    return Path(exe).name == "registry" and _alive(pid)
+    return Path(exe).name == "registry" and procs.alive(pid)
 
 
 def _tail(path: Path, lines: int = 20) -> str:
