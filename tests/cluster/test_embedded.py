@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll
+from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll, procs
 from dlcharts.errors import ClusterError
 
 pytestmark = pytest.mark.cluster
@@ -313,7 +313,7 @@ def test_failed_start_leaves_no_processes_but_keeps_logs(monkeypatch: pytest.Mon
     assert not cluster.state_dir.exists()
     assert not cluster.is_running()
     assert len(seen) == 5
-    assert [name for name, pid in seen.items() if embedded._alive(pid)] == []
+    assert [name for name, pid in seen.items() if procs.alive(pid)] == []
 
 
 def test_simulated_crash_loop(api: Any, namespace: str) -> None:
