@@ -411,8 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"validation: engine agreement {result['agreement']}", flush=True)
     result["before"] = {"engine": "pure jsonschema", "objects": n, "validate_seconds": ours_py["seconds"]["validate"],
                         "parse_seconds": ours_py["seconds"]["parse"]}  # fmt: skip
+    from dlcharts.toolchain import cache_root
+
     result["commands"] = {
-        "kubeconform": " ".join(kubeconform_cmd(kc_bin, None)).replace(str(common.ROOT) + "/", "")
+        "kubeconform": " ".join(kubeconform_cmd(kc_bin, None))
+        .replace(str(common.ROOT) + "/", "")
+        .replace(str(cache_root()), "$DLCHARTS_CACHE")
         + " build/bench/corpus/objects.yaml",
         "ours": ".venv/bin/python bench/validation.py ours-e2e build/bench/corpus/objects.yaml",
     }
