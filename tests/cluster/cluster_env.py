@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from dlcharts import toolchain
 from dlcharts.cluster import binaries
 from dlcharts.cluster.config import NodePool, node_objects
 from dlcharts.cluster.node import LABEL_KEY as REAL_NODE_LABEL
@@ -495,3 +496,9 @@ def changed_values(chart: str) -> tuple[list[str], str]:
 
 def copy_obj(obj: Mapping[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(dict(obj))
+
+
+def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The pinned kubectl against ``kubeconfig`` (argv, no shell); never raises on its exit status."""
+    cmd = [str(toolchain.binary_path(toolchain.DEFAULT_KUBECTL)), "--kubeconfig", str(kubeconfig), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import cluster_env
 import pytest
 from kubernetes import client
 
-from dlcharts import toolchain
 from dlcharts.cluster import ClusterHandle, cache_dir, node, node_registry, poll, procs
 
 pytestmark = pytest.mark.cluster
@@ -60,8 +60,7 @@ def real_pod_spec(image: str, script: str, **extra: Any) -> dict[str, Any]:
 
 
 def kubectl(handle: ClusterHandle, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [str(toolchain.binary_path(toolchain.DEFAULT_KUBECTL)), "--kubeconfig", str(handle.kubeconfig), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    return cluster_env.kubectl(handle.kubeconfig, *args)
 
 
 def run_to_end(core: Any, namespace: str, name: str, spec: dict[str, Any], timeout: float = 120) -> Any:

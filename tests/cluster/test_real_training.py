@@ -9,15 +9,14 @@ completes. The image comes from dlcharts.images (cached by content; a cold build
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import cluster_env
 import pytest
 import yaml
 
-from dlcharts import toolchain
 from dlcharts.cluster import ClusterHandle, node
 from dlcharts.helm import find_helm
 from dlcharts.images.build import Builder
@@ -80,8 +79,8 @@ def test_multi_worker_mirrored_trains_across_two_pods(
     assert set(placement.jobs) == {"tf-train-worker"}, placement.jobs
     logs = {}
     for index in range(2):
-        proc = _kubectl(
-            embedded_cluster, "logs", "--tail=-1", "-n", restricted_namespace, "-c", "worker",
+        proc = cluster_env.kubectl(
+            embedded_cluster.kubeconfig, "logs", "--tail=-1", "-n", restricted_namespace, "-c", "worker",
             "-l", f"batch.kubernetes.io/job-name=tf-train-worker,batch.kubernetes.io/job-completion-index={index}",
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
@@ -90,8 +89,3 @@ def test_multi_worker_mirrored_trains_across_two_pods(
         assert f"worker {index} on tf-train-worker-{index}, strategy multi-worker-mirrored" in text, text
     assert f"step {STEPS}/{STEPS} loss" in logs[0], logs[0]
     assert "over 2 replica(s)" in logs[0], logs[0]
-
-
-def _kubectl(handle: ClusterHandle, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [str(toolchain.binary_path(toolchain.DEFAULT_KUBECTL)), "--kubeconfig", str(handle.kubeconfig), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
