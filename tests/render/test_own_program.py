@@ -19,7 +19,7 @@ import shlex
 
 import pytest
 
-from dlcharts.podenv import main_container
+from dlcharts.podenv import main_container, start_container
 
 from ..conftest import CHARTS
 from .test_training_charts import TRAINING
@@ -134,12 +134,14 @@ def test_a_roles_own_args_are_its_scripts_arguments(train_py, render):
 def test_tensorflow_legacy_flags_follow_the_scripts_arguments(train_py, render):
     """TF1 between-graph training (ps, no chief) is a user program's business: with a script it renders."""
     values = {"worker": 3, "ps": 2, "legacyFlags": True, "defaults": {"args": USER_ARGS}}
-    rendered = jobs(render(CHARTS / "tensorflow-dist", values=values, set_file=[f"script={train_py}"]))
-    worker = program(main_container(rendered["release-worker"]))
+    release = render(CHARTS / "tensorflow-dist", values=values, set_file=[f"script={train_py}"])
+    rendered = jobs(release)
+    worker = start_container(main_container(rendered["release-worker"]), 0,
+                             release.get("ConfigMap", "release-cluster").body["data"]).argv  # fmt: skip
     assert worker[: 2 + len(USER_ARGS)] == ["python", SCRIPT_PATH, *USER_ARGS]
     assert worker[2 + len(USER_ARGS) :] == [
         "--job_name=worker",
-        "--task_index=$(DL_TASK_INDEX)",
+        "--task_index=0",
         "--ps_hosts=" + ",".join(f"release-ps-{i}.release.default.svc:2222" for i in range(2)),
         "--worker_hosts=" + ",".join(f"release-worker-{i}.release.default.svc:2222" for i in range(3)),
     ]

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from dlcharts.errors import RenderError
-from dlcharts.podenv import container_env, main_container
+from dlcharts.podenv import container_env, main_container, start_container
+from dlcharts.suite import all_scenarios
 
 from ..conftest import CHARTS
 
@@ -47,6 +48,36 @@ def test_objects_do_not_grow_with_the_worker_count(chart, render):
     assert large.get("Job", "release-worker").body["spec"]["completions"] == 256
 
 
+def pod_template_sizes(rendered):
+    """Job name (without the release) -> bytes of its pod template as compact JSON, which every pod copies."""
+    return {
+        job.name.removeprefix("release-"): len(json.dumps(job.body["spec"]["template"], separators=(",", ":")))
+        for job in rendered.of_kind("Job")
+    }
+
+
+TRAINING_SCENARIOS = [s for s in all_scenarios(CHARTS) if s.chart_name in TRAINING]
+# Elastic scenarios bound the worker count; widened so that the same scenario renders with 1 and 1,000 workers.
+ELASTIC_BOUNDS = {
+    "horovod-mpi/06-elastic": ["horovod.elastic.minNp=1", "horovod.elastic.maxNp=1000"],
+    "pytorch-dist/03-elastic": ["elastic.minWorkers=1"],
+}
+
+
+@pytest.mark.parametrize("scenario", TRAINING_SCENARIOS, ids=str)
+def test_pod_templates_do_not_grow_with_the_worker_count(scenario, render):
+    """Every pod copies its Job's pod template, and every component that caches pods (API server, etcd,
+    scheduler, controllers, kubelets) pays for each copy: a template that grows with the workers makes the
+    cluster's state grow as N squared (issue 19: 188 KB per TensorFlow pod at 5,000 workers). Whatever
+    grows with N belongs in a ConfigMap the pods mount."""
+    bounds = ELASTIC_BOUNDS.get(scenario.id, [])
+    small = pod_template_sizes(render(scenario, set=["worker=1", *bounds]))
+    large = pod_template_sizes(render(scenario, set=["worker=1000", *bounds]))
+    assert small.keys() == large.keys()
+    grown = {job: f"{small[job]} -> {large[job]} bytes" for job in small if large[job] - small[job] >= 1024}
+    assert not grown, f"{scenario}: pod templates grow with the worker count (1 -> 1000 workers): {grown}"
+
+
 @pytest.mark.parametrize("chart", TRAINING)
 @pytest.mark.parametrize(
     ("setting", "expected"),
@@ -77,12 +108,14 @@ def test_release_name_too_long_for_hostnames_is_refused_with_the_fix(chart, rend
 
 
 def tf_configs(rendered):
-    """(role, index, TF_CONFIG dict) for every pod of the release, as the kubelet would hand it over."""
+    """(role, index, TF_CONFIG dict) for every pod of the release, as its program receives it: the pod's
+    entrypoint wrapper run with the env the kubelet hands over and the release's cluster ConfigMap."""
+    cluster = rendered.get("ConfigMap", f"{rendered.request.release}-cluster").body["data"]
     for job in rendered.of_kind("Job"):
         count = job.body["spec"]["completions"]
         for index in range(count):
-            env = container_env(main_container(job.body), index)
-            config = json.loads(env["TF_CONFIG"])
+            started = start_container(main_container(job.body), index, cluster)
+            config = json.loads(started.env["TF_CONFIG"])
             yield config["task"]["type"], index, config
 
 
@@ -118,10 +151,40 @@ def test_every_tf_config_is_accepted_by_tensorflow(settings, render, tf_resolver
 def test_tf_legacy_flags(render):
     settings = ["worker=2", "ps=1", "legacyFlags=true", "defaults.command={python,/work/tf1_train.py}"]
     rendered = render(CHARTS / "tensorflow-dist", set=settings, release="r")
-    args = main_container(rendered.get("Job", "r-worker").body)["args"]
-    assert "--job_name=worker" in args and "--task_index=$(DL_TASK_INDEX)" in args
-    assert "--ps_hosts=r-ps-0.r.default.svc:2222" in args
-    assert "--worker_hosts=r-worker-0.r.default.svc:2222,r-worker-1.r.default.svc:2222" in args
+    cluster = rendered.get("ConfigMap", "r-cluster").body["data"]
+    hosts = ["--ps_hosts=r-ps-0.r.default.svc:2222",
+             "--worker_hosts=r-worker-0.r.default.svc:2222,r-worker-1.r.default.svc:2222"]  # fmt: skip
+    program = ["python", "/work/tf1_train.py"]
+    worker = main_container(rendered.get("Job", "r-worker").body)
+    assert worker["args"] == [*program, "--job_name=worker", "--task_index=$(DL_TASK_INDEX)"]  # O(1) in the pod
+    started = start_container(worker, 1, cluster)
+    assert started.argv == [*program, "--job_name=worker", "--task_index=1", *hosts]
+    ps = start_container(main_container(rendered.get("Job", "r-ps").body), 0, cluster)
+    assert ps.argv[ps.argv.index("dl-watchdog") + 1 :] == [*program, "--job_name=ps", "--task_index=0", *hosts]
+
+
+def test_tf_config_is_composed_at_start_and_named_in_the_log(render):
+    rendered = render(CHARTS / "tensorflow-dist", set=["worker=2"], release="r")
+    job = rendered.get("Job", "r-worker").body
+    assert "TF_CONFIG" not in {e["name"] for e in main_container(job)["env"]}  # not copied into every pod
+    started = start_container(main_container(job), 1, rendered.get("ConfigMap", "r-cluster").body["data"])
+    assert "tf-config: TF_CONFIG of task worker 1 composed from " in started.log
+    assert f"tf-config: TF_CONFIG={started.env['TF_CONFIG']}" in started.log
+
+
+def test_tf_config_over_the_kernels_limit_for_one_variable_fails_with_the_fix(render):
+    rendered = render(CHARTS / "tensorflow-dist", set=["worker=4000"], release="r")
+    with pytest.raises(RuntimeError) as info:
+        start_container(main_container(rendered.get("Job", "r-worker").body), 0,
+                        rendered.get("ConfigMap", "r-cluster").body["data"])  # fmt: skip
+    assert "over Linux's limit of 131072 bytes for one environment variable" in str(info.value)
+    assert "fullnameOverride" in str(info.value)
+
+
+def test_tf_config_set_by_the_user_is_refused(render):
+    with pytest.raises(RenderError) as info:
+        render(CHARTS / "tensorflow-dist", set=["defaults.env[0].name=TF_CONFIG", "defaults.env[0].value=mine"])
+    assert "defaults.env sets TF_CONFIG which the chart already sets for the framework" in info.value.stderr
 
 
 def test_pytorch_torchrun_environment(render):

@@ -54,31 +54,68 @@ one (TFJob semantics), else the workers.
 {{- end -}}
 
 {{/*
-tensorflow-dist.env: TF_CONFIG of a role's pods; task.index comes from $(DL_TASK_INDEX), which
-Kubernetes expands from the pod's completion index. YAML list.
+tensorflow-dist.env: the pod env of a role: DL_CLUSTER_DIR, where the cluster ConfigMap is mounted. TF_CONFIG
+itself is not in the pod object (it grows with the worker count): tensorflow-dist.entrypoint composes it at
+container start. YAML list.
   {{ include "tensorflow-dist.env" (dict "role" "worker" "context" $) }}
 */}}
 {{- define "tensorflow-dist.env" -}}
-{{- $cluster := include "tensorflow-dist.clusterSpec" .context -}}
-- name: TF_CONFIG
-  value: {{ printf "{\"cluster\":%s,\"task\":{\"type\":\"%s\",\"index\":$(DL_TASK_INDEX)},\"environment\":\"cloud\"}" $cluster .role | quote }}
+- {{ include "dl-common.cluster.env" (dict "context" .context) }}
 {{- end -}}
 
 {{/*
-tensorflow-dist.legacyArgs: the TF1 / inovex / tf_cnn_benchmarks flags of a role when legacyFlags is on:
---job_name --task_index --ps_hosts (when ps > 0) --worker_hosts. JSON list.
+tensorflow-dist.clusterFile: the name of the file in the cluster ConfigMap (dl-common.cluster.configMap)
+that holds tensorflow-dist.clusterSpec.
+*/}}
+{{- define "tensorflow-dist.clusterFile" -}}
+cluster.json
+{{- end -}}
+
+{{/*
+tensorflow-dist.entrypoint: the "entrypoint" of a role's Job (dl-common.pod.command): POSIX sh that, when
+the container starts, composes
+  TF_CONFIG={"cluster":<$DL_CLUSTER_DIR/cluster.json>,"task":{"type":"<role>","index":$DL_TASK_INDEX},"environment":"cloud"}
+and exports it, so the framework reads TF_CONFIG from its environment as before; with legacyFlags it also
+appends --ps_hosts (when ps > 0) and --worker_hosts, comma-joined from the same file (its layout is ours:
+compact JSON, host names without '"' or ']'). It logs the task, the size, and the value when short. A
+value over Linux's limit for one environment string (128 KiB, MAX_ARG_STRLEN) could not reach the
+program: the script says so and fails. JSON dict {script, sets}.
+  "entrypoint" (include "tensorflow-dist.entrypoint" (dict "role" "worker" "context" $) | fromJson)
+*/}}
+{{- define "tensorflow-dist.entrypoint" -}}
+{{- toJson (dict "script" (include "tensorflow-dist.entrypointScript" .) "sets" (list "TF_CONFIG")) -}}
+{{- end -}}
+{{- define "tensorflow-dist.entrypointScript" -}}
+{{- $file := printf "$DL_CLUSTER_DIR/%s" (include "tensorflow-dist.clusterFile" .) -}}
+cluster=$(cat "{{ $file }}") || { echo "tf-config: ERROR: cannot read {{ $file }} (ConfigMap {{ include "dl-common.names.component" (dict "component" "cluster" "context" .context) }})" >&2; exit 1; }
+TF_CONFIG="{\"cluster\":$cluster,\"task\":{\"type\":\"{{ .role }}\",\"index\":$DL_TASK_INDEX},\"environment\":\"cloud\"}"
+export TF_CONFIG
+if [ "${#TF_CONFIG}" -gt 131071 ]; then
+  echo "tf-config: ERROR: TF_CONFIG is ${#TF_CONFIG} bytes, over Linux's limit of 131072 bytes for one environment variable, so TensorFlow could not receive it. Run fewer tasks, or shorten the host names (a shorter release name or fullnameOverride, a shorter namespace)." >&2
+  exit 1
+fi
+echo "tf-config: TF_CONFIG of task {{ .role }} $DL_TASK_INDEX composed from {{ $file }} (${#TF_CONFIG} bytes)"
+if [ "${#TF_CONFIG}" -le 4096 ]; then echo "tf-config: TF_CONFIG=$TF_CONFIG"; fi
+{{- if .context.Values.legacyFlags }}
+hosts() { sed -n "s/.*\"$1\":\[\([^]]*\)\].*/\1/p" "{{ $file }}" | tr -d '"'; }
+{{- if gt (int .context.Values.ps) 0 }}
+set -- "$@" "--ps_hosts=$(hosts ps)"
+{{- end }}
+set -- "$@" "--worker_hosts=$(hosts worker)"
+{{- end }}
+{{- end -}}
+
+{{/*
+tensorflow-dist.legacyArgs: the TF1 / inovex / tf_cnn_benchmarks flags of a role when legacyFlags is on
+that do not grow with the worker count: --job_name --task_index. --ps_hosts and --worker_hosts follow them,
+appended at container start by tensorflow-dist.entrypoint. JSON list.
   {{- $flags := include "tensorflow-dist.legacyArgs" (dict "role" "worker" "context" $) | fromJsonArray -}}
 */}}
 {{- define "tensorflow-dist.legacyArgs" -}}
-{{- $v := .context.Values -}}
 {{- $args := list -}}
-{{- if $v.legacyFlags -}}
+{{- if .context.Values.legacyFlags -}}
 {{- $args = append $args (printf "--job_name=%s" .role) -}}
 {{- $args = append $args "--task_index=$(DL_TASK_INDEX)" -}}
-{{- if gt (int $v.ps) 0 -}}
-{{- $args = append $args (printf "--ps_hosts=%s" (include "dl-common.peers.hosts" (dict "role" "ps" "count" $v.ps "port" $v.port "context" .context) | fromJsonArray | join ",")) -}}
-{{- end -}}
-{{- $args = append $args (printf "--worker_hosts=%s" (include "dl-common.peers.hosts" (dict "role" "worker" "count" $v.worker "port" $v.port "context" .context) | fromJsonArray | join ",")) -}}
 {{- end -}}
 {{- toJson $args -}}
 {{- end -}}
@@ -110,8 +147,9 @@ user's `script` (dl-common.script.program); the legacy flags follow either.
   "args" $program.args
   "extraArgs" (include "tensorflow-dist.legacyArgs" (dict "role" $role "context" $ctx) | fromJsonArray)
   "waitFor" $roles
-  "volumes" (list (include "dl-common.script.volume" (dict "context" $ctx) | fromJson))
-  "volumeMounts" (list (include "dl-common.script.volumeMount" (dict "context" $ctx) | fromJson))
+  "entrypoint" (include "tensorflow-dist.entrypoint" (dict "role" $role "context" $ctx) | fromJson)
+  "volumes" (list (include "dl-common.script.volume" (dict "context" $ctx) | fromJson) (include "dl-common.cluster.volume" (dict "context" $ctx) | fromJson))
+  "volumeMounts" (list (include "dl-common.script.volumeMount" (dict "context" $ctx) | fromJson) (include "dl-common.cluster.volumeMount" (dict "context" $ctx) | fromJson))
   "podAnnotations" (include "dl-common.script.podAnnotations" (dict "context" $ctx) | fromJson)
 -}}
 {{- if not (hasKey $driver $role) -}}
