@@ -14,7 +14,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import ChartSource, Kube, Release, install, wait_ready
 from dlcharts.install.namespaces import create_namespace
 from dlcharts.install.state import INSTANCE_LABEL
-from dlcharts.podenv import container_env
+from dlcharts.podenv import start_container
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tensorflow-dist"
@@ -48,7 +48,8 @@ def run_demo(cluster_name: str = ClusterConfig.name, workers: int = 4) -> int:
 
 def gpu_placement(cluster_name: str, workers: int) -> None:
     """The chart with its defaults (one nvidia.com/gpu per worker) on the fake H100 nodes: pod, node, GPUs,
-    TF_CONFIG. kwok marks these pods Succeeded after two seconds: no container runs there."""
+    TF_CONFIG (composed by the pod's entrypoint from the release's cluster ConfigMap, here as it would be at
+    container start). kwok marks these pods Succeeded after two seconds: no container runs there."""
     handle = EmbeddedCluster(ClusterConfig(name=cluster_name)).start()
     release = Release(find_helm(), handle.kubeconfig, RELEASE, GPU_NAMESPACE)
     print(f"\n2/2 the same chart with its GPU defaults on the fake GPU nodes (kwok; namespace {GPU_NAMESPACE})")
@@ -65,6 +66,7 @@ def gpu_placement(cluster_name: str, workers: int) -> None:
                 f"/api/v1/namespaces/{GPU_NAMESPACE}/pods", label_selector=f"{INSTANCE_LABEL}={RELEASE}"
             )
         }
+        cluster = kube.get(f"/api/v1/namespaces/{GPU_NAMESPACE}/configmaps/{RELEASE}-cluster")["data"]
     row = "    {:<26} {:<8} {:<24} {:>4} {:>10}"
     print(row.format("POD", "NODE", "GPU MODEL", "GPUS", "NODE GPUS"))
     for pod in sorted(placement.pods.values(), key=lambda p: (p.owner or "", p.index or "", p.name)):
@@ -73,5 +75,9 @@ def gpu_placement(cluster_name: str, workers: int) -> None:
         capacity = (node.get("status", {}).get("allocatable") or {}).get("nvidia.com/gpu", "0")
         print(row.format(pod.name, pod.node or "-", product, sum(pod.gpus.values()), capacity))
     first = min(pods.values(), key=lambda p: int(p["metadata"]["annotations"][COMPLETION_INDEX]))
-    tf_config = container_env(first["spec"]["containers"][0], 0)["TF_CONFIG"]
-    print(f"    worker 0's TF_CONFIG (the others differ in task.index; $(DL_TASK_INDEX) expanded):\n      {tf_config}")
+    tf_config = start_container(first["spec"]["containers"][0], 0, cluster).env["TF_CONFIG"]
+    print(
+        f"    worker 0's TF_CONFIG, composed when its container starts from ConfigMap {RELEASE}-cluster (cluster.json,"
+        f" mounted at /etc/dl-charts/cluster) and its index; the others differ in task.index. A running pod logs it:"
+        f" kubectl logs <pod> | grep tf-config:\n      {tf_config}"
+    )

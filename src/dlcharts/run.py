@@ -54,6 +54,16 @@ SMALL_BENCHMARK: dict[str, dict[str, Any]] = {
     "tensorflow-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
     "pytorch-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
     "mxnet-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
+    "horovod-mpi": {
+        "benchmark": {
+            "model": "resnet18",
+            "batchSize": 8,
+            "imageSize": 32,
+            "warmupBatches": 2,
+            "batchesPerIter": 5,
+            "iterations": 4,
+        },
+    },  # fmt: skip
 }
 
 Write = Callable[[str], None]

@@ -389,6 +389,8 @@ def test_long_running_roles_end_when_the_workers_end(kube: Kube, cluster: Any, c
         job = kube.get(f"/apis/batch/v1/namespaces/{release.namespace}/jobs/{release.name}-{watchdog_role}")
         container = next(c for c in job["spec"]["template"]["spec"]["containers"] if c["name"] == watchdog_role)
         command = container["command"]
+        if command[3] == "dl-entrypoint":  # tensorflow-dist composes TF_CONFIG first, then execs the watchdog
+            command = command[4:]
         assert command[:2] == ["/bin/sh", "-c"] and command[3] == "dl-watchdog", command
         env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
         assert env["DL_WATCH_GROUPS"].startswith(served_job + ":"), env["DL_WATCH_GROUPS"]

@@ -1,19 +1,26 @@
-"""pytorch-dist and mxnet-dist train for real on the embedded cluster's real node, through the same path as
+"""pytorch-dist, mxnet-dist and horovod-mpi train for real on the embedded cluster's real node, through the same path as
 `dlcharts run` (local CPU image pushed to the cluster's registry, CPU values, every container's log), each in a
-namespace at its chart's Pod Security level (restricted for both).
+namespace at its chart's Pod Security level (restricted; cntk-dist: baseline).
 
 - pytorch-dist: torchrun reads the chart's PET_* variables, rendezvous through c10d on worker 0, DDP all-reduces
   with gloo; both ranks end with the same parameters. Image: Debian's PyTorch 2.6.0 CPU build.
 - mxnet-dist: ps-lite reads the chart's DMLC_* variables: a scheduler, two servers and two workers train with
   the dist_sync kvstore, and the scheduler and servers exit by themselves when the workers are done. Image:
   PyPI's mxnet 1.9.1 CPU wheel.
+- horovod-mpi: horovodrun reads the chart's hostfile and SSH key and trains the chart's PyTorch benchmark on two sshd
+  workers (Horovod 0.28.1 built from source); plain mpirun runs an mpi4py allreduce through horovod.command; a worker
+  deleted mid-run fails the launcher and the Job, and no sshd pod is left. cntk-dist: the same MPI path as root
+  (Pod Security baseline) with an mpi4py allreduce through cntk.python.command (CNTK itself has no current wheel).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -33,18 +40,32 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
     assert images is not None, "the session's cluster was started without its real node"
     namespaces: list[str] = []
 
-    def go(chart: str, release: str, *helm_args: str) -> tuple[run.RunResult, str]:
+    def go(
+        chart: str, release: str, *helm_args: str, on_line: Callable[[str], None] | None = None
+    ) -> tuple[run.RunResult, str]:
         path = run.ROOT / "charts" / chart
         namespace = f"{release}-{uuid.uuid4().hex[:6]}"
         embedded_cluster.create_namespace(namespace, run.pod_security_level(path))
         namespaces.append(namespace)
+        go.namespace = namespace  # type: ignore[attr-defined]
         lines: list[str] = []
+
+        def write(line: str) -> None:
+            lines.append(line)
+            if on_line is not None:
+                on_line(line)
+
         run.push_images(chart, images.registry, lines.append)
         with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
             result = run.run_job(
-                kube, Release(find_helm(), embedded_cluster.kubeconfig, release, namespace), path,
-                run.cpu_values(chart, images.registry), helm_args, timeout=600, write=lines.append,
-            )  # fmt: skip
+                kube,
+                Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
+                path,
+                run.cpu_values(chart, images.registry),
+                helm_args,
+                timeout=600,
+                write=write,
+            )
         log = "\n".join(lines)
         print(log, run.summary(result), result.problem, sep="\n")  # in the report when an assertion fails
         return result, log
@@ -53,6 +74,31 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
     with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
         for namespace in namespaces:
             delete_namespace(kube, namespace)
+
+
+def delete_pod_on_line(
+    cluster: ClusterHandle, real_run: Any, trigger: re.Pattern[str], job: str, index: int
+) -> tuple[Callable[[str], None], dict[str, Any]]:
+    """An ``on_line`` for ``real_run`` that deletes the pod of ``job``'s completion ``index`` (in a thread, so the
+    log keeps flowing) the first time a line matches ``trigger``, and what it did: ``at`` (time.time() of the
+    match) and ``pod`` (the deleted pod's name)."""
+    fault: dict[str, Any] = {}
+
+    def delete() -> None:
+        with Kube.from_kubeconfig(cluster.kubeconfig) as kube:
+            selector = f"batch.kubernetes.io/job-name={job},batch.kubernetes.io/job-completion-index={index}"
+            pods = kube.items(f"/api/v1/namespaces/{real_run.namespace}/pods", selector)
+            name = next(p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Running")
+            fault["pod"] = name
+            resp = kube.request("DELETE", f"/api/v1/namespaces/{real_run.namespace}/pods/{name}")
+            assert resp.status == 200, resp.doc
+
+    def on_line(line: str) -> None:
+        if "at" not in fault and trigger.search(line):
+            fault["at"] = time.time()
+            threading.Thread(target=delete, daemon=True).start()
+
+    return on_line, fault
 
 
 def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run) -> None:  # type: ignore[no-untyped-def]
@@ -81,8 +127,258 @@ def test_mxnet_dist_sync_with_scheduler_two_servers_two_workers(real_run) -> Non
     scheduler = "scheduler mx-scheduler-0.mx.{ns}.svc:9091, 2 server(s), 2 worker(s)"
     for pod in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"):  # each role read DMLC_* from us
         role = pod.split("-")[0]
-        assert re.search(rf"\[mx-{pod}-\w+/{role}\] bench_mx: {role} on mx-{pod}, " + re.escape(scheduler).replace(
-            re.escape("{ns}"), r"[\w-]+"), log), pod  # fmt: skip
+        assert re.search(
+            rf"\[mx-{pod}-\w+/{role}\] bench_mx: {role} on mx-{pod}, "
+            + re.escape(scheduler).replace(re.escape("{ns}"), r"[\w-]+"),
+            log,
+        ), pod
     ranks = sorted(re.findall(r"bench_mx: worker rank (\d)/2, devices \[cpu\(0\)\]", log))
     assert ranks == ["0", "1"], log  # ps-lite's scheduler gave the two workers distinct ranks
     assert re.search(r"bench_mx: step 20/20 loss \d", log)
+
+
+def test_pytorch_elastic_worker_deleted_mid_run_rejoins_without_ending_the_job(
+    real_run, embedded_cluster: ClusterHandle
+) -> None:  # type: ignore[no-untyped-def]
+    """Elastic mode (PET_NNODES=1:2): worker 1's pod is deleted mid-training. Its torchrun leaves without
+    closing the rendezvous (the chart's SIGTERM handling), worker 0's torchrun restarts its worker group in the
+    same pod (one of elastic.maxRestarts) and rendezvous again, and the Job's replacement for index 1 joins:
+    training starts over in a world of 2 and the Job completes, with one failed pod (the deleted one)."""
+    steps = 100
+    trigger = re.compile(rf"^\[el-worker-0-\w+/worker\] bench_ddp: step {steps // 5}/{steps} loss")
+    delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "el-worker", 1)
+
+    def on_line(line: str) -> None:
+        delete_worker_1(line)
+        if (
+            "at" in fault
+            and "rejoined" not in fault
+            and re.match(r"^\[el-worker-0-\w+/worker\] bench_ddp: rank 0/2 ", line)
+        ):
+            fault["rejoined"] = time.time()
+
+    result, log = real_run(
+        "pytorch-dist", "el", "--set", "worker=2", "--set", "elastic.minWorkers=1", "--set", "elastic.maxRestarts=3",
+        "--set", f"benchmark.steps={steps}", on_line=on_line,
+    )  # fmt: skip
+    assert "pod" in fault, fault
+    assert result.ok, result.problem
+    assert result.jobs == {"el-worker": "Complete"}
+    survivors = [p for p in result.pods if p.name.startswith("el-worker-0-")]
+    assert len(survivors) == 1 and survivors[0].phase == "Succeeded", result.pods  # no retry of index 0
+    worker0 = survivors[0].name
+    # the survivor's torchrun rendezvoused twice, in the same pod: before the fault and after it
+    assert len(re.findall(rf"\[{worker0}/worker\] bench_ddp: rank 0/2 on el-worker-0 ", log)) == 2, log
+    assert re.search(rf"\[{worker0}/worker\] .*Connection (closed|reset) by peer", log), log
+    assert "RendezvousClosedError" not in log
+    checksums = re.findall(
+        r"\[(el-worker-\d)-\w+/worker\] bench_ddp: rank \d final parameters sha256 ([0-9a-f]{64})", log
+    )
+    assert sorted(pod for pod, _ in checksums) == ["el-worker-0", "el-worker-1"], checksums
+    assert len({digest for _, digest in checksums}) == 1, checksums
+    assert result.settled_seconds is not None
+    print(
+        f"deleted worker 1 at step {steps // 5}/{steps}; worker 0's torchrun rendezvoused again with the replacement "
+        f"{fault['rejoined'] - fault['at']:.0f}s later (pod {worker0} kept); job {result.seconds:.0f}s"
+    )
+
+
+# An mpi4py program every MPI rank runs (argv: steps, seconds between steps): each rank names itself with Open MPI's
+# processor name (the host mpirun started it on), allreduces rank + step every step, and checks the last sum.
+MPI4PY_ALLREDUCE = """
+import sys, time
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+steps, pause = int(sys.argv[1]), float(sys.argv[2])
+print(f"mpi4py: rank {c.rank}/{c.size} on {MPI.Get_processor_name()}", flush=True)
+for step in range(1, steps + 1):
+    total = c.allreduce(c.rank + step)
+    if c.rank == 0:
+        print(f"mpi4py: step {step}/{steps} allreduce {total}", flush=True)
+    time.sleep(pause)
+assert total == sum(r + steps for r in range(c.size)), total
+print(f"mpi4py: rank {c.rank} done, allreduce {total}", flush=True)
+""".strip()
+
+
+def mpi4py_command(steps: int, pause: float) -> str:
+    """The program as a JSON list for ``--set-json <chart's program value>=...``."""
+    import json
+
+    return json.dumps(["python3", "-c", MPI4PY_ALLREDUCE, str(steps), str(pause)])
+
+
+def pod_times(kubeconfig: object, namespace: str, release: str) -> tuple[float, float]:
+    """(the launcher's main container end, the last main container end of the release) as epoch seconds."""
+    ends: dict[str, float] = {}
+    with Kube.from_kubeconfig(str(kubeconfig)) as kube:
+        pods = kube.items(f"/api/v1/namespaces/{namespace}/pods", f"app.kubernetes.io/instance={release}")
+    for pod in pods:
+        main = pod["spec"]["containers"][0]["name"]
+        for status in pod["status"].get("containerStatuses") or []:
+            ended = (status.get("state") or {}).get("terminated")
+            if status["name"] == main and ended:
+                ends[pod["metadata"]["name"]] = run._time(ended["finishedAt"]).timestamp()
+    launcher = [t for name, t in ends.items() if name.startswith(f"{release}-launcher-")]
+    assert launcher and ends, ends
+    return max(launcher), max(ends.values())
+
+
+def assert_mpi_job_succeeded(result: run.RunResult, release: str) -> None:
+    """Both Jobs complete, the launcher and the two sshd workers Succeeded on the real node, none left running."""
+    assert result.ok, result.problem
+    assert result.jobs == {f"{release}-launcher": "Complete", f"{release}-worker": "Complete"}
+    assert {(p.owner, p.node, p.phase, p.exit_code) for p in result.pods} == {
+        (f"Job/{release}-{role}", "real-0", "Succeeded", 0) for role in ("launcher", "worker")
+    }
+    assert len(result.pods) == 3
+    assert result.settled_seconds is not None, "an sshd worker kept running after the launcher finished"
+
+
+def assert_mpi_ranks(log: str, release: str, launcher: str) -> None:
+    """mpirun placed one rank on each worker pod, named by Open MPI itself, and the allreduce summed across both."""
+    assert re.search(rf"\[{release}-launcher-0-\w+/{launcher}\] mpi-launcher: 2 of 2 worker\(s\) accept SSH", log), log
+    assert re.search(
+        rf"\[{release}-launcher-0-\w+/{launcher}\] mpi-launcher: running: mpirun --hostfile /etc/mpi/hostfile -np 2 ",
+        log,
+    )
+    hosts = dict(re.findall(r"mpi4py: rank (\d)/2 on (\S+)", log))
+    assert hosts == {"0": f"{release}-worker-0", "1": f"{release}-worker-1"}, hosts  # Open MPI's processor names
+    assert sorted(re.findall(r"mpi4py: rank (\d) done, allreduce 11\b", log)) == ["0", "1"], log  # (0+5)+(1+5)
+    for i in range(2):
+        assert re.search(
+            rf"\[{release}-worker-{i}-\w+/worker\] mpi-sshd: the launcher finished and released this pod", log
+        )
+
+
+def test_horovod_mpi_horovodrun_trains_the_charts_benchmark_on_two_sshd_workers(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    """The chart's defaults (horovodrun, its PyTorch benchmark) with Horovod 0.28.1 built from source: horovodrun
+    reads the chart's hostfile and SSH key, starts one rank per worker pod through their sshd, and the
+    DistributedOptimizer's allreduce keeps both replicas identical."""
+    started = time.monotonic()
+    first_step: list[float] = []
+
+    def clock(line: str) -> None:
+        if "iteration 0:" in line and not first_step:
+            first_step.append(time.monotonic() - started)
+
+    result, log = real_run("horovod-mpi", "hvdrun", "--set", "worker=2", on_line=clock)
+    assert_mpi_job_succeeded(result, "hvdrun")
+    assert re.search(
+        r"\[hvdrun-launcher-0-\w+/launcher\] mpi-launcher: running: horovodrun -np 2 --hostfile /etc/mpi/hostfile "
+        r"--ssh-port 2222 --ssh-identity-file /home/mpi/.ssh/id_ecdsa python /opt/dl-charts/horovod_bench.py",
+        log,
+    )
+    hosts = dict(re.findall(r"horovod_bench: rank (\d)/2 \(local rank 0\) on (\S+)", log))
+    assert hosts == {"0": "hvdrun-worker-0", "1": "hvdrun-worker-1"}, hosts  # Horovod's ranks, one per worker pod
+    assert re.search(r"images/sec total on 2 rank\(s\): \d", log), log
+    checksums = dict(re.findall(r"horovod_bench: rank (\d) final parameters sha256 ([0-9a-f]{64})", log))
+    assert sorted(checksums) == ["0", "1"] and checksums["0"] == checksums["1"], checksums
+    for i in range(2):
+        assert re.search(
+            rf"\[hvdrun-worker-{i}-\w+/worker\] mpi-sshd: the launcher finished and released this pod", log
+        )
+    launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "hvdrun")
+    print(
+        f"horovod-mpi horovodrun: first step {first_step[0] if first_step else -1:.0f}s after the test's start; "
+        f"job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s"
+    )
+
+
+def test_horovod_mpi_launcher_runs_mpi4py_allreduce_on_two_sshd_workers(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    """horovod-mpi's plain mpirun launcher (horovod.launcher=mpirun) with a program of the user's (horovod.command),
+    here an mpi4py allreduce: mpirun reads the chart's hostfile and places one rank on each sshd worker."""
+    result, log = real_run(
+        "horovod-mpi",
+        "hvd",
+        "--set",
+        "worker=2",
+        "--set",
+        "horovod.launcher=mpirun",
+        "--set-json",
+        f"horovod.command={mpi4py_command(5, 0.2)}",
+        "--set-json",
+        'horovod.mpiArgs=["--display-map"]',
+    )
+    assert_mpi_job_succeeded(result, "hvd")
+    assert_mpi_ranks(log, "hvd", "launcher")
+    assert re.search(r"hvd-worker-0\.hvd\.[\w-]+\.svc", log.split("mpi-launcher: running:")[1])  # --display-map
+    launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "hvd")
+    print(f"horovod-mpi: job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s")
+
+
+def test_horovod_mpi_killed_worker_fails_the_launcher_and_frees_every_pod(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    """A worker pod deleted while Horovod trains (the chart's benchmark under horovodrun): horovodrun loses a rank,
+    the launcher fails (no retry: backoffLimitPerIndex=0), the Job fails, and every sshd pod stops (the survivor
+    and the worker's replacement, through the watchdog: 6 checks 5 s apart here, as there is no launcher retry)."""
+    kill_worker_at_iteration_2, killed = delete_pod_on_line(
+        embedded_cluster, real_run, re.compile("iteration 2:"), "hvdkill-worker", 1
+    )
+    result, log = real_run(
+        "horovod-mpi",
+        "hvdkill",
+        "--set",
+        "worker=2",
+        "--set",
+        "benchmark.iterations=1000",
+        "--set",
+        "roles.launcher.job.backoffLimitPerIndex=0",
+        "--set",
+        "watchdog.intervalSeconds=5",
+        "--set",
+        "watchdog.missedChecks=6",
+        on_line=kill_worker_at_iteration_2,
+    )
+    assert killed, "the training never reached its iteration 2"
+    failed_after = time.time() - killed["at"]
+    assert not result.ok
+    assert result.jobs["hvdkill-launcher"] == "Failed", result.jobs
+    assert "the command failed with exit status" in log  # the chart's launcher says why it failed
+    assert re.search(
+        r"mpi-sshd: terminated \(SIGTERM\): exiting 143 \(a worker deleted from outside fails", log
+    )  # the killed worker is a failed one
+    # no sshd pod is left: the survivor and the worker's replacement stop through their watchdog (30 s here)
+    started = time.monotonic()
+    with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+        while time.monotonic() - started < 300:
+            pods = kube.items(f"/api/v1/namespaces/{real_run.namespace}/pods", "app.kubernetes.io/instance=hvdkill")
+            if all(p["status"].get("phase") in ("Succeeded", "Failed") for p in pods):
+                break
+            time.sleep(2)
+        phases = {p["metadata"]["name"]: p["status"].get("phase") for p in pods}
+        assert all(phase in ("Succeeded", "Failed") for phase in phases.values()), phases
+        # the Job replaced the killed worker (it failed: 143); the replacement never saw the failed launcher and
+        # stopped through its watchdog, counting from its start
+        replacement = [n for n in phases if n.startswith("hvdkill-worker-1-") and n != killed["pod"]]
+        assert len(replacement) == 1, phases
+        path = f"/api/v1/namespaces/{real_run.namespace}/pods/{replacement[0]}/log"
+        replaced_log = kube.request("GET", path, query={"container": "worker"}).doc
+        assert "watchdog: this pod replaces a failed one (failure 1)" in replaced_log, replaced_log
+        assert "watchdog: the pods this role serves have finished; stopping" in replaced_log, replaced_log
+    launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "hvdkill")
+    print(
+        f"horovod-mpi fault: the launcher failed {launcher_end - killed['at']:.1f}s after the kill (dlcharts run "
+        f"returned after {failed_after:.1f}s); job end -> last pod exit {last_end - launcher_end:.1f}s; {phases}"
+    )
+
+
+def test_cntk_dist_launcher_runs_mpi4py_allreduce_through_cntk_python_command(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    """cntk-dist's launcher and workers (root, Pod Security baseline) with an mpi4py program through the chart's
+    own values: CNTK itself has no wheel for any current Python (see the chart README)."""
+    result, log = real_run(
+        "cntk-dist",
+        "cntk",
+        "--set",
+        "worker=2",
+        "--set",
+        "cntk.activate=",
+        "--set-json",
+        f"cntk.python.command={mpi4py_command(5, 0.2)}",
+        "--set-json",
+        'cntk.mpirunArgs=["--display-map"]',
+    )
+    assert_mpi_job_succeeded(result, "cntk")
+    assert_mpi_ranks(log, "cntk", "launcher")
+    assert "--allow-run-as-root" in log.split("mpi-launcher: running:")[1].splitlines()[0]  # root, as CNTK's images
+    launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "cntk")
+    print(f"cntk-dist: job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s")

@@ -62,6 +62,9 @@ Failure fields: dl-common.job.spec. Pod template: dl-common.pod.template. Argume
   waitFor       role -> count whose pods must resolve before the program starts (optional)
   watch         role -> count: run the program under the watchdog, which ends it once those pods are
                 gone (optional; for roles that never exit on their own)
+  entrypoint    dict "script" (POSIX sh run at container start, before the program) and "sets" (the env
+                names it exports): the entrypoint wrapper of dl-common.pod.command (optional; e.g. TF_CONFIG
+                composed from the cluster ConfigMap, dl-common.cluster.*)
   volumes, volumeMounts, initContainers, sidecars, podAnnotations   chart additions (optional)
   successPolicy the chart's default Job successPolicy for this role (optional)
   {{ include "dl-common.job.indexed" (dict "role" "worker" "count" .Values.worker "settings" $s "roles" $roles "env" $env "ports" $ports "command" $cmd "args" $args "waitFor" $roles "context" $) }}

@@ -298,7 +298,8 @@ say "SSH key and configuration are ready in $dir"
 dl-common.mpi.sshdScript: POSIX sh that runs sshd in the foreground on a worker (or on a launcher that
 runs ranks, with "&"): checks that the image has sshd, writes the container environment to
 <ssh dir>/environment for SSH sessions, starts `sshd -De`, and exits 0 when the launcher releases the
-worker (it creates <ssh dir>/mpi-done over SSH after a successful run). On a worker it runs under the
+worker (it creates <ssh dir>/mpi-done over SSH after a successful run), and 143 when terminated from outside
+(a deleted worker is a failed one, which the Job replaces, not a completed index). On a worker it runs under the
 dl-common watchdog, which stops it once the launcher pod is gone (launcher failed for good, or release
 signal missed).
 */}}
@@ -349,7 +350,9 @@ while kill -0 "$pid" 2>/dev/null; do
 done
 rc=0
 wait "$pid" || rc=$?
-if [ "$stopping" = 1 ]; then say "stopped on request"; exit 0; fi
+# stopped from outside (pod deleted, node drained): not a finished job, so the Job replaces this pod (its
+# watchdog and the launcher's release exit 0 themselves)
+if [ "$stopping" = 1 ]; then say "terminated (SIGTERM): exiting 143 (a worker deleted from outside fails, and its Job replaces it; a stop by the watchdog still ends the pod with 0)"; exit 143; fi
 echo "mpi-sshd: ERROR: sshd exited with status $rc (see its messages above)" >&2
 [ "$rc" -eq 0 ] && rc=1
 exit "$rc"
@@ -442,7 +445,8 @@ if [ "$rc" -eq 0 ]; then
   say "the command succeeded; releasing the $total worker(s)"
   k=0
   for h in $hosts; do
-    ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$h" "touch '$MPI_SSH_DIR/mpi-done'" >/dev/null 2>&1 &
+    ( out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$h" "touch '$MPI_SSH_DIR/mpi-done'" 2>&1 </dev/null) ||
+      echo "mpi-launcher: WARNING: could not release $h (its watchdog stops it): $(printf '%s\n' "$out" | sed '/^[[:space:]]*$/d' | tail -n 1)" >&2 ) &
     k=$((k + 1))
     [ $((k % 32)) -eq 0 ] && wait
   done

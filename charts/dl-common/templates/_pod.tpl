@@ -73,6 +73,7 @@ A name set twice is an error reported by dl-common.validate.role (not silently d
 {{- $env = append $env (dict "name" "DL_WATCH_READY" "value" (printf "%s.%s.svc" (include "dl-common.service.readyName" .) .context.Release.Namespace)) -}}
 {{- $env = append $env (dict "name" "DL_WATCH_INTERVAL" "value" (toString (int $wd.intervalSeconds))) -}}
 {{- $env = append $env (dict "name" "DL_WATCH_MISSES" "value" (toString (int $wd.missedChecks))) -}}
+{{- $env = append $env (dict "name" "DL_WATCH_RETRY" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.annotations['batch.kubernetes.io/job-index-failure-count']"))) -}}
 {{- end -}}
 {{- $userNames := dict -}}
 {{- range ($s.env | default list) -}}
@@ -96,7 +97,9 @@ under DL_PEER_DOMAIN): one is up while an address of its name is among the addre
 release's Service of ready pods (dl-common.service.headless: a completed pod can keep its name in the main
 Service, never in that one). Once it has seen one of them up, and then none of them is up for
 DL_WATCH_MISSES checks in a row, it stops the program (TERM, then KILL after 30 s) and exits 0, so the pod
-completes and frees its GPU and node. If the program exits on its own, its exit status is passed through.
+completes and frees its GPU and node. A pod that replaces a failed one (DL_WATCH_RETRY, the Job's per-index
+failure count, is not 0) counts the misses from its start: the pods it serves may have finished for good
+before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. If the program exits on its own, its exit status is passed through.
 Uses getent (glibc images) or python.
 */}}
 {{- define "dl-common.pod.watchdogScript" -}}
@@ -117,6 +120,11 @@ child=$!
 trap 'kill -TERM "$child" 2>/dev/null' TERM INT
 echo "watchdog: started $1 (pid $child); it will be stopped once none of [$DL_WATCH_GROUPS] is ready any more"
 seen=0; misses=0
+if [ "${DL_WATCH_RETRY:-0}" != 0 ]; then
+  # a replacement of a failed pod: what it serves may have ended meanwhile, so it never shows up; count from now
+  echo "watchdog: this pod replaces a failed one (failure ${DL_WATCH_RETRY}); it stops unless one of [$DL_WATCH_GROUPS] is ready within $DL_WATCH_MISSES checks"
+  seen=1
+fi
 while kill -0 "$child" 2>/dev/null; do
   sleep "$DL_WATCH_INTERVAL" & wait $!
   up=0
@@ -151,8 +159,13 @@ wait "$child"
 dl-common.pod.command: `command:` and `args:` of a role's main container. settings.command/args win over
 the chart's "command"/"args" (a user command without args drops the chart's args); "extraArgs" are
 appended (e.g. TensorFlow's legacy flags). With "watch" (role -> count) the program runs under the
-watchdog (dl-common.pod.watchdogScript).
-  {{- include "dl-common.pod.command" (dict "command" (list "python") "args" (list "/opt/bench.py") "extraArgs" list "watch" $watch "settings" $s) | nindent 2 }}
+watchdog (dl-common.pod.watchdogScript). With "entrypoint" (dict "script" "sets"), the container starts
+with the entrypoint wrapper `/bin/sh -c <script; exec "$@"> dl-entrypoint` in front of the program (and in
+front of the watchdog): "script" is POSIX sh that composes what would otherwise be copied into every pod
+(e.g. TF_CONFIG from the cluster ConfigMap, dl-common.cluster.*) and exports it, or appends flags with
+`set -- "$@" ...`; "sets" lists the env names it exports (dl-common.validate.role refuses them in env).
+A script that fails ends the container with its status before the program starts.
+  {{- include "dl-common.pod.command" (dict "command" (list "python") "args" (list "/opt/bench.py") "extraArgs" list "watch" $watch "entrypoint" $entrypoint "settings" $s) | nindent 2 }}
 */}}
 {{- define "dl-common.pod.command" -}}
 {{- $s := .settings -}}
@@ -164,16 +177,27 @@ watchdog (dl-common.pod.watchdogScript).
 {{- $args = .args | default list -}}
 {{- end -}}
 {{- $args = concat $args (.extraArgs | default list) -}}
-{{- if .watch -}}
+{{- $entrypoint := (.entrypoint | default dict).script | default "" -}}
+{{- if or .watch $entrypoint -}}
 {{- if not $cmd -}}
-{{- fail "dl-common.pod.command: a watched role needs a command (set the role's command)" -}}
+{{- fail (printf "dl-common.pod.command: a role run under the %s needs a command (set the role's command)" (ternary "watchdog" "entrypoint wrapper" (not (empty .watch)))) -}}
 {{- end }}
 command:
+  {{- if $entrypoint }}
+  - /bin/sh
+  - -c
+  - |
+    {{- $entrypoint | trim | nindent 4 }}
+    exec "$@"
+  - dl-entrypoint
+  {{- end }}
+  {{- if .watch }}
   - /bin/sh
   - -c
   - |
     {{- include "dl-common.pod.watchdogScript" . | nindent 4 }}
   - dl-watchdog
+  {{- end }}
 args:
   {{- toYaml (concat $cmd $args) | nindent 2 }}
 {{- else }}

@@ -127,10 +127,11 @@ the values path it comes from (roles.<role>.x or defaults.x) and the fix: the im
 empty or "latest", a repository carrying a tag or digest); a GPU count that is not set or not a whole
 number; the GPU resource also written into resources.requests/limits; /dev/shm and /tmp sizes
 (dl-common.validate.scratch); an env name set twice in the final container env (the chart's "env" and
-"watch" as given to dl-common.job.indexed, plus settings.env); a schedulerName that contradicts the gang
+"watch" as given to dl-common.job.indexed, plus settings.env) or set in settings.env although the
+"entrypoint" wrapper exports it (its "sets"); a schedulerName that contradicts the gang
 scheduler; maxFailedIndexes without backoffLimitPerIndex. Messages name the values path (defaults.x or
 roles.<role>.x) and not the role, so a chart can `uniq` the list when several roles inherit one mistake.
-  {{- $errors = include "dl-common.validate.role" (dict "errors" $errors "role" "worker" "settings" $s "env" $env "watch" $watch "context" $) | fromJsonArray -}}
+  {{- $errors = include "dl-common.validate.role" (dict "errors" $errors "role" "worker" "settings" $s "env" $env "watch" $watch "entrypoint" $entrypoint "context" $) | fromJsonArray -}}
 */}}
 {{- define "dl-common.validate.role" -}}
 {{- $errors := .errors -}}
@@ -158,6 +159,10 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $chartNames := dict -}}
 {{- range (.env | default list) -}}
 {{- $_ := set $chartNames (toString .name) true -}}
+{{- end -}}
+{{- range ((.entrypoint | default dict).sets | default list) -}}
+{{- $_ := set $chartNames (toString .) true -}}
+{{- $_ := set $seen (toString .) true -}}
 {{- end -}}
 {{- range $env -}}
 {{- $n := toString .name -}}

@@ -7,8 +7,10 @@ rank) or on CPUs, and with `--elastic` under `horovodrun --host-discovery-script
 after every timed iteration; a reset re-syncs and rescales the learning rate).
 """
 import argparse
+import hashlib
 import math
 import os
+import socket
 import sys
 import time
 
@@ -42,6 +44,9 @@ def report(hvd, rates, args, device):
 
 def train_loop(hvd, state, args, device, timed):
     """Warm up, then time args.iterations rounds of timed(args.batches_per_iter); shared by both frameworks."""
+    # every rank names itself: the rank, size and local rank Horovod got from the launcher, and the pod it runs on
+    print("horovod_bench: rank %d/%d (local rank %d) on %s" % (hvd.rank(), hvd.size(), hvd.local_rank(), socket.gethostname()))
+    sys.stdout.flush()
     if hvd.rank() == 0:
         print("warming up: %d batches on %d rank(s)" % (args.warmup_batches, hvd.size()))
         sys.stdout.flush()
@@ -124,6 +129,10 @@ def run_pytorch(args):
             iteration = 0
             rates = []
         train(State())
+        # the same digest on every rank: the allreduced gradients kept the replicas identical
+        digest = hashlib.sha256(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())).hexdigest()
+        print("horovod_bench: rank %d final parameters sha256 %s" % (hvd.rank(), digest))
+        sys.stdout.flush()
 
 
 def run_tensorflow(args):
@@ -180,6 +189,10 @@ def run_tensorflow(args):
             iteration = 0
             rates = []
         train(State())
+        # the same digest on every rank: the allreduced gradients kept the replicas identical
+        digest = hashlib.sha256(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())).hexdigest()
+        print("horovod_bench: rank %d final parameters sha256 %s" % (hvd.rank(), digest))
+        sys.stdout.flush()
 
 
 def main():

@@ -50,6 +50,10 @@ plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML l
   value: {{ $master | quote }}
 - name: PET_MASTER_PORT
   value: {{ $port | quote }}
+{{- if not (kindIs "invalid" $v.elastic.minWorkers) }}
+- name: TORCH_DISABLE_SHARE_RDZV_TCP_STORE
+  value: "1"
+{{- end }}
 {{- if not (kindIs "invalid" $v.elastic.maxRestarts) }}
 - name: PET_MAX_RESTARTS
   value: {{ $v.elastic.maxRestarts | int | quote }}
@@ -72,6 +76,9 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
 {{- $args := list "/opt/dl-charts/bench_ddp.py" "--steps" (toString (int $b.steps)) "--warmup-steps" (toString (int $b.warmupSteps)) "--batch-size" (toString (int $b.batchSize)) "--image-size" (toString (int $b.imageSize)) -}}
 {{- if $b.amp }}{{ $args = append $args "--amp" }}{{ end -}}
 {{- $program := include "dl-common.script.program" (dict "command" (list "torchrun") "args" $args "context" .) | fromJson -}}
+{{- if not (kindIs "invalid" .Values.elastic.minWorkers) -}}
+{{- $_ := set $program "command" (concat (list "sh" "-c" (include "pytorch-dist.elasticLeave" .)) $program.command) -}}
+{{- end -}}
 {{- toJson (dict
   "role" "worker"
   "count" (int .Values.worker)
@@ -86,4 +93,19 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
   "volumeMounts" (list (include "dl-common.script.volumeMount" (dict "context" .) | fromJson))
   "podAnnotations" (include "dl-common.script.podAnnotations" (dict "context" .) | fromJson)
 ) -}}
+{{- end -}}
+
+{{/*
+pytorch-dist.elasticLeave: the `sh -c` program that runs torchrun ($0 "$@") in elastic mode, so that a worker pod
+Kubernetes stops (deleted, preempted, evicted, scaled down) leaves the job instead of ending it. torchrun's
+agent answers SIGTERM by closing the rendezvous for every node (each then exits with RendezvousClosedError);
+a node that vanishes is what elastic training handles. So on SIGTERM the agent gets SIGKILL: the other
+agents' collectives fail, they restart their worker group (one of elastic.maxRestarts) and rendezvous again
+with at least elastic.minWorkers nodes, and the Job's replacement pod joins that rendezvous or the next.
+TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (pytorch-dist.env) is the other half: without it torch >= 2.4 hands
+out the first round's store address in every later round, and a replacement node waits for it until the
+store times out.
+*/}}
+{{- define "pytorch-dist.elasticLeave" -}}
+"$0" "$@" & agent=$!; trap 'kill -KILL $agent; exit 143' TERM; wait $agent
 {{- end -}}

@@ -127,6 +127,8 @@ class Builder:
         return _hash(
             {
                 "requirements": sorted(image.requirements),
+                "sdists": sorted(image.sdists),
+                "build": (self.rootfs_key(build_root(image)), sorted(image.build_env)) if image.sdists else None,
                 "python": image.python,
                 "glibc": image.glibc,
                 "pip": self.tool_versions()["pip"],
@@ -136,7 +138,13 @@ class Builder:
 
     def layer_key(self, image: ImageDef) -> str:
         return _hash(
-            {"rootfs": self.rootfs_key(image), "wheels": self.wheels_key(image), "check": image.check, "venv": VENV}
+            {
+                "rootfs": self.rootfs_key(image),
+                "wheels": self.wheels_key(image),
+                "check": image.check,
+                "venv": VENV,
+                "system_site_packages": image.system_site_packages,
+            }
         )
 
     def image_key(self, image: ImageDef) -> str:
@@ -267,14 +275,36 @@ class Builder:
         cmd += ["--python-version", image.python, "--implementation", "cp", "--abi", f"cp{py}"]
         for platform in platforms:
             cmd += ["--platform", platform]
-        cmd += list(image.requirements)
-        self.say(f"{image.name}: wheels for Python {image.python}: {' '.join(image.requirements)}")
-        self._run(cmd, image, "wheels")
+        binary = [r for r in image.requirements if r not in image.sdists]
+        if binary:
+            self.say(f"{image.name}: wheels for Python {image.python}: {' '.join(binary)}")
+            self._run(cmd + binary, image, "wheels")
+        if image.sdists:
+            self._build_sdists(image, partial)
         files = {p.name: sha256_file(p) for p in sorted(partial.iterdir())}
         partial.rename(out)
         meta.write_text(json.dumps({"files": files}, indent=1) + "\n")
         built.append("wheels")
         return out
+
+    def _build_sdists(self, image: ImageDef, wheelhouse: Path) -> None:
+        """Download ``image.sdists`` on the host and build each into ``wheelhouse`` in the image's build root."""
+        _need_root(image, "wheels")
+        root = self._rootfs(build_root(image), [])
+        with tempfile.TemporaryDirectory(prefix="sdists-", dir=self.root / "tmp") as src:
+            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary=:all:", "--dest", src]
+            self.say(f"{image.name}: sdists {' '.join(image.sdists)}")
+            self._run([*cmd, *image.sdists], image, "wheels")
+            env = " ".join(shlex.quote(e) for e in image.build_env)
+            script = (
+                f"cd /tmp && for s in /tmp/sdists/*; do env {env} python3 -m pip wheel --no-deps --no-build-isolation "
+                '--no-index --wheel-dir /tmp/wheels "$s" || exit 1; done'
+            )
+            self.say(
+                f"{image.name}: building {' '.join(image.sdists)} from source ({image.suite}, Python {image.python})"
+            )
+            with self._unpacked(root) as tree:
+                self._chroot(tree, script, image, "wheels", wheels=wheelhouse, writable=True, sdists=Path(src))
 
     def _layer(self, image: ImageDef, rootfs: Path, wheels: Path, built: list[str]) -> Path:
         out = self.root / "layers" / f"{self.layer_key(image)}.tar"
@@ -284,7 +314,7 @@ class Builder:
         out.parent.mkdir(parents=True, exist_ok=True)
         reqs = " ".join(shlex.quote(r) for r in image.requirements)
         script = (
-            f"python3 -m venv {VENV} && "
+            f"python3 -m venv {'--system-site-packages ' if image.system_site_packages else ''}{VENV} && "
             f"{VENV}/bin/pip install --quiet --no-index --find-links /tmp/wheels --no-cache-dir {reqs}"
         )
         if image.check:
@@ -397,13 +427,25 @@ class Builder:
         finally:
             shutil.rmtree(tree, ignore_errors=True)
 
-    def _chroot(self, tree: Path, script: str, image: ImageDef, step: str, wheels: Path | None = None) -> None:
-        """Run ``script`` with sh in ``tree``, in a private mount and pid namespace (mounts end with it)."""
+    def _chroot(
+        self,
+        tree: Path,
+        script: str,
+        image: ImageDef,
+        step: str,
+        wheels: Path | None = None,
+        writable: bool = False,
+        sdists: Path | None = None,
+    ) -> None:
+        """Run ``script`` with sh in ``tree``, in a private mount and pid namespace (mounts end with it):
+        ``wheels`` at /tmp/wheels (read-only unless ``writable``), ``sdists`` read-only at /tmp/sdists."""
         t = shlex.quote(str(tree))
         # the rootfs tar has no /dev entries (mmdebstrap --skip=output/dev): the runtime provides them
         mounts = f"mkdir -p {t}/dev {t}/proc && mount --rbind /dev {t}/dev && mount -t proc proc {t}/proc"
-        if wheels is not None:
-            mounts += f" && mkdir -p {t}/tmp/wheels && mount --bind -o ro {shlex.quote(str(wheels))} {t}/tmp/wheels"
+        for host, at, ro in ((wheels, "wheels", not writable), (sdists, "sdists", True)):
+            if host is not None:
+                mode = "-o ro " if ro else ""
+                mounts += f" && mkdir -p {t}/tmp/{at} && mount --bind {mode}{shlex.quote(str(host))} {t}/tmp/{at}"
         env = [
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME=/root",
@@ -434,6 +476,11 @@ class Builder:
                 f"{image.name}: step {step} failed (exit code {proc.returncode}): {shlex.join(cmd)[:300]}\n"
                 f"last lines of {log}:\n{tail}"
             )
+
+
+def build_root(image: ImageDef) -> ImageDef:
+    """The root file system ``image.sdists`` are built in: the image's, plus its ``build_packages``."""
+    return dataclasses.replace(image, name=f"{image.name}-build", packages=(*image.packages, *image.build_packages))
 
 
 def _need_root(image: ImageDef, step: str) -> None:

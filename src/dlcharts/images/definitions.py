@@ -51,6 +51,35 @@ _TORCH_TCPSTORE_USE_LIBUV = (
 )
 
 
+# Open MPI with an SSH server and client, and mpi4py: what the MPI charts' launcher (mpirun over ssh) and workers
+# (sshd, through which every rank starts) need. The hook drops the host keys openssh-server's postinst generated
+# (the charts' sshd uses the release's key; an image must not carry a private key) and creates /run/sshd, which
+# a root sshd's privilege separation needs and which only an init system would create.
+_MPI_PACKAGES = (*_BASE_PACKAGES, "openmpi-bin", "openssh-client", "openssh-server", "python3-mpi4py")
+_SSHD_LAYOUT = 'rm -f "$1"/etc/ssh/ssh_host_*_key "$1"/etc/ssh/ssh_host_*_key.pub && install -d -m 0755 "$1/run/sshd"'
+# Horovod's Python dependencies (cffi also to build it) and the framework it is built for, from Debian (the venv
+# sees them)
+_HOROVOD_RUNTIME = (
+    "python-is-python3", "python3-cffi", "python3-cloudpickle", "python3-packaging", "python3-psutil", "python3-torch",
+    "python3-torchvision", "python3-yaml",
+)  # fmt: skip
+# what building Horovod's PyTorch extension needs besides that: a compiler, CMake, the headers of Python, torch
+# (libtorch-dev, whose headers include pybind11's: pybind11-dev), and Open MPI's
+_HOROVOD_BUILD = (
+    "build-essential", "cmake", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-distutils",
+    "python3-pip", "python3-setuptools", "python3-wheel",
+)  # fmt: skip
+_HOROVOD_BUILD_ENV = (
+    "HOROVOD_WITH_PYTORCH=1", "HOROVOD_WITH_MPI=1", "HOROVOD_WITHOUT_TENSORFLOW=1", "HOROVOD_WITHOUT_MXNET=1",
+    "HOROVOD_WITHOUT_GLOO=1", "HOROVOD_CPU_OPERATIONS=MPI",
+)  # fmt: skip
+#: proves an MPI image: Open MPI's mpirun runs two mpi4py ranks that allreduce (as root: the build runs as root)
+_MPI_CHECK = (
+    "command -v sshd ssh >/dev/null && mpirun --allow-run-as-root --oversubscribe -np 2 python3 -c "
+    "'from mpi4py import MPI; c = MPI.COMM_WORLD; assert c.allreduce(c.rank + 1) == 3'"
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class ImageDef:
     """One image: a root file system from ``suite`` + ``packages`` (one layer), and when ``requirements``
@@ -65,6 +94,14 @@ class ImageDef:
     packages: tuple[str, ...] = _BASE_PACKAGES
     hooks: tuple[str, ...] = (_BUSYBOX_APPLETS,)
     requirements: tuple[str, ...] = ()
+    #: requirements with no usable wheel, built from their PyPI sdist into the wheelhouse (``pip wheel``, no
+    #: network) in a build root: this image's suite and packages plus ``build_packages``, so the wheel links the
+    #: image's own Python, glibc and Debian libraries. Each is also a requirement.
+    sdists: tuple[str, ...] = ()
+    build_packages: tuple[str, ...] = ()
+    build_env: tuple[str, ...] = ()  # NAME=value for the build (e.g. a framework's feature switches)
+    #: the venv sees the Debian Python packages of ``packages`` (e.g. python3-torch, which a wheel was built against)
+    system_site_packages: bool = False
     cmd: tuple[str, ...] = ("sh",)
     user: str = "1000:1000"
     workdir: str = "/"
@@ -166,6 +203,52 @@ IMAGES: dict[str, ImageDef] = {
                 "PyPI's x86_64 torch wheels are CUDA builds that import only with about 3 GB of NVIDIA libraries, "
                 "and PyTorch's own CPU wheel index is not reachable here. Upstream has no CPU tag: 2.6.0-cpu names "
                 "what this is, not 2.9.1-cuda12.8-cudnn9-runtime"
+            ),
+        ),
+        ImageDef(
+            name="horovod",
+            repository="horovod/horovod",
+            tag="0.28.1-cpu-torch1.13",
+            stands_for="horovod-mpi defaults.image horovod/horovod:0.28.1",
+            # Horovod 0.28.1 builds against bookworm's torch 1.13 (C++14, distutils); trixie's torch 2.6 is newer
+            suite="bookworm",
+            packages=(*_MPI_PACKAGES, *_HOROVOD_RUNTIME),
+            hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT),
+            requirements=("horovod==0.28.1",),
+            sdists=("horovod==0.28.1",),
+            build_packages=_HOROVOD_BUILD,
+            build_env=_HOROVOD_BUILD_ENV,
+            system_site_packages=True,  # Debian's torch, torchvision and Horovod's Python dependencies
+            cmd=("python3",),
+            values=("horovod-mpi:defaults.image",),
+            check=(
+                "horovodrun --check-build | grep -q '\\[X\\] PyTorch' && "
+                "mpirun --allow-run-as-root --oversubscribe -np 2 python3 -c "
+                "'import torch, horovod.torch as hvd; hvd.init(); "
+                "assert hvd.allreduce(torch.tensor([hvd.rank() + 1.0]), op=hvd.Sum).item() == 3'"
+            ),
+            differs=(
+                "Horovod 0.28.1 built from its PyPI sdist (MPI controller and CPU operations, PyTorch only, no Gloo) "
+                "against Debian bookworm's torch 1.13.1 CPU build, torchvision 0.14 and Open MPI 4.1, with OpenSSH "
+                "and mpi4py: upstream's image is a CUDA build with TensorFlow, PyTorch and MXNet; not 0.28.1"
+            ),
+        ),
+        ImageDef(
+            name="cntk",
+            repository="cntk/release",  # mcr.microsoft.com/cntk/release: global.imageRegistry replaces the host
+            tag="mpi4py-openmpi4.1-cpu",
+            stands_for="cntk-dist defaults.image mcr.microsoft.com/cntk/release:2.7-gpu-python3.5-cuda10.0-cudnn7.3",
+            suite="bookworm",
+            packages=_MPI_PACKAGES,
+            hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT),
+            cmd=("python3",),
+            user="0:0",  # as the CNTK images: the chart runs cntk-dist as root
+            values=("cntk-dist:defaults.image",),
+            check=_MPI_CHECK,
+            differs=(
+                "NOT CNTK: CNTK 2.7 has no wheel for any current Python (its last ones are for Python 3.5-3.6). Debian "
+                "bookworm's Open MPI 4.1, OpenSSH and mpi4py 3.1, to run the chart's MPI launcher and workers with an "
+                "mpi4py program through cntk.python.command; not 2.7-gpu-python3.5-cuda10.0-cudnn7.3"
             ),
         ),
     )
