@@ -147,7 +147,7 @@ while kill -0 "$child" 2>/dev/null; do
       kill -TERM "$child" 2>/dev/null
       t=0
       while kill -0 "$child" 2>/dev/null && [ "$t" -lt 30 ]; do sleep 1; t=$((t + 1)); done
-      kill -KILL "$child" 2>/dev/null
+      if kill -KILL "$child" 2>/dev/null; then echo "watchdog: $1 was still running 30s after TERM; killed it"; fi
       exit 0
     fi
   fi
