@@ -572,6 +572,72 @@ def scheduling_plot(sc: dict[str, Any] | None) -> None:
     plt.close(fig)
 
 
+# ----- cluster cost in the worker count (issue 19) ----------------------------------------------------
+
+COST_CHARTS = ("tensorflow-dist_before", "tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi")
+
+
+def cost_runs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(label, whole result, run) of every saved cost_<chart>[_before] run (bench/scheduling.py --save-as)."""
+    out = []
+    for label in COST_CHARTS:
+        data = common.saved(f"cost_{label}")
+        for run in (data or {}).get("runs") or []:
+            out.append((label.replace("_before", " (before)"), data, run))
+    return out
+
+
+def cost_section() -> list[str]:
+    """Section 9 of results.md: one row per chart and worker count (printed by `report.py cost`)."""
+    rows = cost_runs()
+    out = [
+        "| chart | workers (pods) | nodes | helm install s | all created s | all bound s | **all Running s** "
+        "| **control-plane peak RSS MiB** | kube-apiserver / etcd MiB | largest object | load 1m before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for label, data, r in rows:
+        t, rss, big = r["seconds"], r["rss_peak"], r.get("largest") or {}
+        running = _f(t.get("running")) if "running" in t else f"not all (stopped at {_f(t.get('timed_out'), 0)} s)"
+        out.append(
+            f"| {label} | {r['workers']:,} ({r.get('pods', r['workers']):,}) | {data['nodes']:,} "
+            f"| {_f(t.get('helm_install'), 2)} | {_f(t.get('created'))} | {_f(t.get('bound'))} | **{running}** "
+            f"| **{sum(rss.values()) / MiB:,.0f}** | {rss.get('kube-apiserver', 0) / MiB:,.0f} / "
+            f"{rss.get('etcd', 0) / MiB:,.0f} | {big.get('kind', '?')} {big.get('bytes', 0) / 1024:,.1f} KiB "
+            f"| {r['load_before']['1m']:.2f} |"
+        )
+    return out
+
+
+def cost_plot() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series: dict[str, list[tuple[int, float | None, float]]] = {}
+    for label, _, r in cost_runs():
+        series.setdefault(label, []).append(
+            (r["workers"], r["seconds"].get("running"), sum(r["rss_peak"].values()) / MiB)
+        )
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    for label, points in series.items():
+        style = "--o" if "before" in label else "-o"
+        done = [(n, t) for n, t, _ in points if t is not None]
+        ax1.plot([n for n, _ in done], [t for _, t in done], style, label=label)
+        ax2.plot([n for n, _, _ in points], [m for _, _, m in points], style, label=label)
+    ax1.axhline(90, color="gray", linestyle=":", label="90 s target at 5,000")
+    ax2.axhline(4096, color="gray", linestyle=":", label="4 GiB target at 5,000")
+    for ax, title in ((ax1, "seconds from helm install until every pod is Running"),
+                      (ax2, "peak control-plane RSS, MiB (sum of processes)")):  # fmt: skip
+        ax.set_xlabel("workers")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(common.BENCH / "cost.png", dpi=100)
+    plt.close(fig)
+
+
 def _saved_date(part: str) -> str:
     """When a part's results were written (for runs recorded before parts carried their date)."""
     written = [p.stat().st_mtime for p in common.WORK.glob(f"{part}*.json")]
@@ -781,5 +847,9 @@ def write() -> None:
 
 
 if __name__ == "__main__":
-    write()
-    print(f"wrote {RESULTS}")
+    if sys.argv[1:] == ["cost"]:  # section 9 is kept by hand in results.md: print its table, redraw its plot
+        print("\n".join(cost_section()))
+        cost_plot()
+    else:
+        write()
+        print(f"wrote {RESULTS}")

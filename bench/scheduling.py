@@ -2,14 +2,17 @@
 """Part 4: scheduling scale on the embedded cluster (real kube-apiserver, controller-manager, scheduler,
 etcd; kwok fake GPU nodes).
 
-Starts its own cluster named "bench" (--nodes x 8 H100 GPUs, enough for the largest job with one GPU per
-worker; pods run for an hour so every worker of a job holds its GPU at once), then for each worker count
-installs tensorflow-dist (``--set worker=N``, 1 GPU per worker) into a fresh namespace with Pod Security
-"restricted" and measures, from the start of ``helm install``:
-  helm install returned, every pod created, every pod bound (spec.nodeName set), every pod Running;
-then counts what exists in the namespace (Services, EndpointSlices, Endpoints, Jobs, Pods, ...) and the
-resident memory of each control-plane process (peak while the job was scheduled, and idle). The release is
-uninstalled and its namespace deleted before the next size (not after the last: the cluster is stopped at
+Starts its own cluster (--cluster-name, default "bench"; --nodes x 8 H100 GPUs, enough for the largest job
+with one GPU per pod; pods run for an hour so every pod of a job holds its GPU at once), then for each worker
+count installs the chart (--chart, a name under charts/ or a chart folder; default tensorflow-dist;
+``--set worker=N``, 1 GPU per pod) into a fresh namespace with Pod Security "restricted" and measures, from
+the start of ``helm install``:
+  helm install returned, every pod created, every pod bound (spec.nodeName set), every pod Running
+(every pod: the sum of the release's Jobs' parallelism, so the other roles count too);
+then counts what exists in the namespace (Services, EndpointSlices, Endpoints, Jobs, Pods, ...), finds its
+largest object (JSON bytes as the API server returns it; pods sampled, which copy their Job's template) and
+the resident memory of each control-plane process (peak while the job was scheduled, and idle). The release
+is uninstalled and its namespace deleted before the next size (not after the last: the cluster is stopped at
 the end, which removes everything).
 
 Pod counts are read with the API server's Table format (one small row per pod, with its node and status),
@@ -21,6 +24,9 @@ the client-side rate limits that pace the Job controller's pod creation and the 
 build/bench/scheduling_qps<N>.json.
 
 Usage: .venv/bin/python bench/scheduling.py [--workers 8,64,512,1000] [--nodes 125] [--controller-qps 200]
+         [--chart tensorflow-dist] [--cluster-name bench] [--save-as scheduling] [--timeout 240]
+The cluster-cost runs of bench/results.md section 9 (one chart per run, saved as cost_<chart>[_before]):
+  .venv/bin/python bench/scheduling.py --chart tensorflow-dist --workers 1000,5000,10000 --save-as cost_tensorflow-dist
 """
 
 from __future__ import annotations
@@ -41,8 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-CLUSTER = "bench"
-CHART = common.ROOT / "charts" / "tensorflow-dist"
+CHARTS = common.ROOT / "charts"
 TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
 
 
@@ -88,7 +93,37 @@ def peak(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {k: max(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)}
 
 
-def run_size(handle: Any, api: Api, workers: int, interval: float, timeout: float, cleanup: bool) -> dict[str, Any]:
+def expected_pods(api: Api, namespace: str) -> int:
+    """The pods the release's Jobs will run at once: the sum of their parallelism."""
+    jobs = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs").get("items") or []
+    return sum(int(j["spec"].get("parallelism") or 0) for j in jobs)
+
+
+def largest_object(api: Api, namespace: str) -> dict[str, Any]:
+    """The namespace's largest object as the API server returns it (compact JSON bytes), pods sampled."""
+    ns = f"/api/v1/namespaces/{namespace}"
+    lists = {
+        "Pod": (f"{ns}/pods", {"limit": "50"}),
+        "ConfigMap": (f"{ns}/configmaps", {}),
+        "Secret": (f"{ns}/secrets", {}),
+        "Service": (f"{ns}/services", {}),
+        "Job": (f"/apis/batch/v1/namespaces/{namespace}/jobs", {}),
+        "EndpointSlice": (f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", {}),
+    }
+    best: dict[str, Any] = {"bytes": 0}
+    per_kind = {}
+    for kind, (path, query) in lists.items():
+        for item in api.get(path, **query).get("items") or []:
+            size = len(json.dumps(item, separators=(",", ":")))
+            per_kind[kind] = max(per_kind.get(kind, 0), size)
+            if size > best["bytes"]:
+                best = {"kind": kind, "name": item["metadata"]["name"], "bytes": size}
+    return {**best, "per_kind": per_kind}
+
+
+def run_size(
+    handle: Any, api: Api, chart: Path, workers: int, interval: float, timeout: float, cleanup: bool
+) -> dict[str, Any]:
     namespace = f"bench-w{workers}"
     handle.create_namespace(namespace, "restricted")
     release = "train"
@@ -96,26 +131,28 @@ def run_size(handle: Any, api: Api, workers: int, interval: float, timeout: floa
     load = common.load()
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [str(common.helm_path()), "install", release, str(CHART), "--namespace", namespace,
+        [str(common.helm_path()), "install", release, str(chart), "--namespace", namespace,
          "--set", f"worker={workers}", "--set", "defaults.gpu.count=1", "--kubeconfig", str(handle.kubeconfig)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     marks: dict[str, float] = {}
     samples = []
+    total = 0
     while True:
         if "helm_install" not in marks and proc.poll() is not None:
             marks["helm_install"] = time.perf_counter() - start
             if proc.returncode != 0:
                 raise SystemExit(f"helm install worker={workers} failed: {proc.stderr.read()}")  # type: ignore[union-attr]
+            total = expected_pods(api, namespace)
         with contextlib.suppress(Exception):
             pods, bound, running = api.pod_states(namespace)
             now = time.perf_counter() - start
             samples.append((round(now, 3), pods, bound, running))
-            if pods >= workers and "created" not in marks:
+            if total and pods >= total and "created" not in marks:
                 marks["created"] = now
-            if bound >= workers and "bound" not in marks:
+            if total and bound >= total and "bound" not in marks:
                 marks["bound"] = now
-            if running >= workers and "running" not in marks:
+            if total and running >= total and "running" not in marks:
                 marks["running"] = now
         rss = peak(rss, handle.rss_bytes())
         if {"helm_install", "bound", "running"} <= set(marks):
@@ -136,18 +173,25 @@ def run_size(handle: Any, api: Api, workers: int, interval: float, timeout: floa
     }
     result = {
         "workers": workers,
+        "pods": total,
         "seconds": marks,
         "objects": objects,
+        "largest": largest_object(api, namespace),
         "rss_peak": rss,
         "load_before": load,
         "samples": samples[:: max(1, len(samples) // 60)],
     }
-    print(f"scheduling: worker={workers}: {json.dumps(marks)} objects {objects}", flush=True)
+    print(
+        f"scheduling: {chart.name} worker={workers} ({total} pods): {json.dumps(marks)} objects {objects} "
+        f"largest {result['largest']['kind']} {result['largest']['bytes']} B, "
+        f"control plane peak {sum(rss.values()) / 2**20:.0f} MiB",
+        flush=True,
+    )
     if not cleanup:  # the last size: stopping the cluster removes everything
         return result
     t = time.perf_counter()
     helm("uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m", kubeconfig=handle.kubeconfig)
-    handle.delete_namespace(namespace, wait=True, timeout=300)
+    handle.delete_namespace(namespace, wait=True, timeout=600)
     result["cleanup_seconds"] = time.perf_counter() - t
     return result
 
@@ -159,18 +203,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--timeout", type=float, default=240)
     parser.add_argument("--controller-qps", type=int, default=0, help="--kube-api-qps of controller-manager+scheduler")
+    parser.add_argument("--chart", default="tensorflow-dist", help="a chart name under charts/ or a chart folder")
+    parser.add_argument("--cluster-name", default="bench", help="the embedded cluster to start (and stop)")
+    parser.add_argument("--save-as", default="", help="build/bench/<name>.json (default scheduling[_qps<N>])")
     args = parser.parse_args(argv)
     from dlcharts.cluster import H100_LABELS, ClusterConfig, EmbeddedCluster, NodePool
     from dlcharts.cluster.binaries import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION
 
+    chart = Path(args.chart) if "/" in args.chart else CHARTS / args.chart
+    if not (chart / "Chart.yaml").is_file():
+        parser.error(f"--chart {args.chart}: no Chart.yaml in {chart}; name a chart under charts/ or a chart folder")
     sizes = [int(w) for w in args.workers.split(",")]
-    nodes = args.nodes or math.ceil(max(sizes) / 8)
+    # one GPU per pod, and room for the roles besides the workers (servers, launcher, chief, ...)
+    nodes = args.nodes or math.ceil(max(sizes) * 1.05 / 8) + 2
     pool = NodePool(name="gpu", count=nodes, gpus=8, cpu="192", memory="2Ti", labels=dict(H100_LABELS))
     qps = args.controller_qps or ClusterConfig.api_qps
-    config = ClusterConfig(name=CLUSTER, node_pools=(pool,), pod_run_seconds=3600, start_timeout=600, api_qps=qps)
+    config = ClusterConfig(
+        name=args.cluster_name, node_pools=(pool,), pod_run_seconds=3600, start_timeout=600, api_qps=qps
+    )
     cluster = EmbeddedCluster(config)
-    cluster.stop()  # a leftover "bench" cluster from an interrupted run
+    cluster.stop()  # a leftover cluster of that name from an interrupted run
     result: dict[str, Any] = {
+        "chart": chart.name,
+        "chart_version": yaml_version(chart),
         "nodes": nodes,
         "gpus_per_node": 8,
         "versions": {"kubernetes": KUBERNETES_VERSION, "kwok": KWOK_VERSION, "etcd": ETCD_VERSION},
@@ -186,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         api = Api(handle.kubeconfig)
         for i, workers in enumerate(sizes):
             last = i == len(sizes) - 1
-            result["runs"].append(run_size(handle, api, workers, args.interval, args.timeout, cleanup=not last))
+            result["runs"].append(run_size(handle, api, chart, workers, args.interval, args.timeout, cleanup=not last))
         result["rss_idle_end"] = handle.rss_bytes()
     except Exception as exc:  # noqa: BLE001 - record what stood in the way, then stop the cluster
         result["error"] = f"{type(exc).__name__}: {exc}"
@@ -196,8 +251,15 @@ def main(argv: list[str] | None = None) -> int:
         cluster.stop()
         result["stop_seconds"] = time.perf_counter() - t
     result["load_end"] = common.load()
-    common.save(f"scheduling_qps{args.controller_qps}" if args.controller_qps else "scheduling", result)
+    default = f"scheduling_qps{args.controller_qps}" if args.controller_qps else "scheduling"
+    common.save(args.save_as or default, result)
     return 0 if "error" not in result else 1
+
+
+def yaml_version(chart: Path) -> str:
+    import yaml
+
+    return str(yaml.safe_load((chart / "Chart.yaml").read_text()).get("version"))
 
 
 if __name__ == "__main__":
