@@ -50,10 +50,19 @@ control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserve
 demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes
 	$(VENV)/bin/dlcharts demo
 
+# The cluster tier as two sessions side by side (ci/together.sh), each on an embedded cluster of its own: the
+# real node's training runs, which mostly wait for their pods, beside everything else that needs a cluster.
+REAL_TRAINING := tests/cluster/test_real_frameworks.py tests/cluster/test_real_training.py tests/cluster/test_run.py \
+  tests/cluster/test_readme_commands.py
+OTHER_CLUSTER := DLCHARTS_CLUSTER_NAME=dlcharts-other $(PYTEST) tests/repo tests/cluster tests/images \
+  $(addprefix --ignore=,$(REAL_TRAINING)) --dlcharts-cluster-name dlcharts-other
+
 test: setup control-plane  ## every tier CI runs
 	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties examples -p no:cacheprovider \
 	  --junitxml=reports/junit.xml
-	$(PYTEST) tests/repo tests/cluster tests/images -p no:cacheprovider --junitxml=reports/junit-cluster.xml
+	bash ci/together.sh \
+	  real-training '$(PYTEST) $(REAL_TRAINING) -p no:cacheprovider --junitxml=reports/junit-real-training.xml' \
+	  other-cluster '$(OTHER_CLUSTER) -p no:cacheprovider --junitxml=reports/junit-cluster.xml'
 	$(PYTEST) $(PARALLEL) tests/render -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
 
 test-unit: setup  ## unit tier

@@ -574,17 +574,19 @@ def scheduling_plot(sc: dict[str, Any] | None) -> None:
 
 # ----- cluster cost in the worker count (issue 19) ----------------------------------------------------
 
-COST_CHARTS = ("tensorflow-dist_before", "tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi")
+COST_ORDER = ("tensorflow-dist (before)", "tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi")
 
 
 def cost_runs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(label, whole result, run) of every saved cost_<chart>[_before] run (bench/scheduling.py --save-as)."""
+    """(label, whole result, run) of every saved build/bench/cost_*.json (bench/scheduling.py --save-as), the
+    chart of an earlier commit labelled "(before)" (its file name says so)."""
     out = []
-    for label in COST_CHARTS:
-        data = common.saved(f"cost_{label}")
-        for run in (data or {}).get("runs") or []:
-            out.append((label.replace("_before", " (before)"), data, run))
-    return out
+    for path in common.WORK.glob("cost_*.json"):
+        data = common.saved(path.stem) or {}
+        label = str(data.get("chart")) + (" (before)" if "before" in path.stem else "")
+        out += [(label, data, run) for run in data.get("runs") or []]
+    rank = {label: i for i, label in enumerate(COST_ORDER)}
+    return sorted(out, key=lambda x: (rank.get(x[0], len(rank)), x[0], x[2]["workers"]))
 
 
 def cost_section() -> list[str]:

@@ -25,8 +25,10 @@ build/bench/scheduling_qps<N>.json.
 
 Usage: .venv/bin/python bench/scheduling.py [--workers 8,64,512,1000] [--nodes 125] [--controller-qps 200]
          [--chart tensorflow-dist] [--cluster-name bench] [--save-as scheduling] [--timeout 240]
-The cluster-cost runs of bench/results.md section 9 (one chart per run, saved as cost_<chart>[_before]):
-  .venv/bin/python bench/scheduling.py --chart tensorflow-dist --workers 1000,5000,10000 --save-as cost_tensorflow-dist
+The cluster-cost runs of bench/results.md section 9: one chart and one size per run, each on a fresh cluster
+(report.py reads every build/bench/cost_*.json; a file name with "before" marks a chart of an earlier commit):
+  .venv/bin/python bench/scheduling.py --chart tensorflow-dist --workers 5000 --timeout 900 \
+      --save-as cost_tensorflow-dist_5000
 """
 
 from __future__ import annotations
