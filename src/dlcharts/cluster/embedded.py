@@ -344,19 +344,26 @@ class EmbeddedCluster:
                         {"key": "kubelet-preferred-address-types", "value": "InternalIP,Hostname"},
                     ],
                 },
-                *(
-                    {
-                        "name": component,
-                        "extraArgs": [
-                            {"key": "kube-api-qps", "value": str(self.config.api_qps)},
-                            {"key": "kube-api-burst", "value": str(2 * self.config.api_qps)},
-                        ],
-                    }
-                    for component in ("kube-controller-manager", "kube-scheduler")
-                ),
+                {
+                    "name": "kube-controller-manager",
+                    "extraArgs": [
+                        *self._api_rate_args(),
+                        # Each pod's start changed its Service's EndpointSlices and Endpoints once more: at 5,000
+                        # pods that churn held the API server. Batched per second, as large clusters run it.
+                        {"key": "endpointslice-updates-batch-period", "value": "1s"},
+                        {"key": "endpoint-updates-batch-period", "value": "1s"},
+                    ],
+                },
+                {"name": "kube-scheduler", "extraArgs": self._api_rate_args()},
             ],
         }
-        return [ctl, *stage_documents(self.config.pod_run_seconds)]
+        return [ctl, _kwok_configuration(), *stage_documents(self.config.pod_run_seconds)]
+
+    def _api_rate_args(self) -> list[dict[str, str]]:
+        return [
+            {"key": "kube-api-qps", "value": str(self.config.api_qps)},
+            {"key": "kube-api-burst", "value": str(2 * self.config.api_qps)},
+        ]
 
     def _create(self, paths: dict[str, Path]) -> None:
         with tempfile.TemporaryDirectory(prefix="dlcharts-kwokctl-") as tmp:
@@ -563,6 +570,32 @@ def _get(kubeconfig: Path, path: str, timeout: float) -> str:
             return str(resp.read().decode())
     except urllib.error.HTTPError as exc:
         return f"HTTP {exc.code}: {exc.read().decode(errors='replace')}"
+
+
+# kwok plays each pod's stages (Pending -> Running -> Succeeded) with this many workers; its default of 4 moved
+# about 10 pods/s to Running on 2 busy cores, so a 5,000-worker job took minutes to run after it was bound.
+KWOK_POD_PARALLELISM = 32
+
+
+def _kwok_configuration() -> dict[str, Any]:
+    """kwok-controller's KwokConfiguration. kwok reads this document as it is, without filling in its defaults,
+    so every option keeps kwok v0.8.0's default spelled out here except the pod stage parallelism."""
+    return {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        "options": {
+            "manageAllNodes": False,
+            "enableDebuggingHandlers": True,
+            "enableContentionProfiling": False,
+            "enableProfilingHandler": True,
+            "podPlayStageParallelism": KWOK_POD_PARALLELISM,
+            "nodePlayStageParallelism": 4,
+            "nodeLeaseParallelism": 4,
+            "podsOnNodeSyncParallelism": 1,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
+        },
+    }
 
 
 def _component_pids(state_dir: Path) -> dict[str, int]:
