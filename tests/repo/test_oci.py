@@ -45,7 +45,7 @@ CONSUMERS = {HELM4: (SIGNED, True), HELM3: (PLAIN, False)}
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryStatus]:
-    reg = Registry(tmp_path_factory.mktemp("oci-registry"), secure=True)
+    reg = Registry(tmp_path_factory.mktemp("oci-registry"), use_env_port=False, secure=True)
     state = reg.start()
     yield state
     reg.stop()
@@ -299,7 +299,7 @@ def tampered(registry, packages, published, tmp_path) -> Iterator[RegistryStatus
     data = bytearray(blob.read_bytes())
     data[len(data) // 2] ^= 0xFF
     blob.write_bytes(bytes(data))
-    copy = Registry(root, secure=True)
+    copy = Registry(root, use_env_port=False, secure=True)
     yield copy.start()
     copy.stop()
 
