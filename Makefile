@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 PARALLEL ?= -n auto
 
 .PHONY: help setup tools dist control-plane test test-images test-unit test-render test-render-helm3 test-properties test-cluster test-example \
-        lint snapshots demo docs clean repo release-check bench
+        lint snapshots demo docs clean repo repo-oci release-check bench
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -110,11 +110,27 @@ KEYRING ?=
 PASSPHRASE_FILE ?=
 BASE ?=
 
+SIGNING = $(if $(SIGN_KEY),--sign-key '$(SIGN_KEY)' --keyring '$(KEYRING)') \
+  $(if $(PASSPHRASE_FILE),--passphrase-file '$(PASSPHRASE_FILE)') $(if $(filter throwaway,$(SIGN)),--throwaway-key build/repo-key)
+
 repo: tools  ## package every chart (dl-common vendored) into build/repo + index.yaml; sign: SIGN_KEY=.. KEYRING=.. or SIGN=throwaway
-	$(VENV)/bin/dlcharts repo build charts --out '$(REPO_DIR)' $(if $(REPO_URL),--url '$(REPO_URL)') \
-	  $(if $(SIGN_KEY),--sign-key '$(SIGN_KEY)' --keyring '$(KEYRING)') \
-	  $(if $(PASSPHRASE_FILE),--passphrase-file '$(PASSPHRASE_FILE)') \
-	  $(if $(filter throwaway,$(SIGN)),--throwaway-key build/repo-key)
+	$(VENV)/bin/dlcharts repo build charts --out '$(REPO_DIR)' $(if $(REPO_URL),--url '$(REPO_URL)') $(SIGNING)
+
+# The same packages as OCI artifacts (README: "Using the chart repository"), into build/oci and then pushed with
+# their .prov files. By default to the local registry (`dlcharts registry up`: HTTPS from a throwaway CA, a
+# login), started when it is not running, at oci://<its address>/dl-charts. To a real one:
+#   make repo-oci SIGN_KEY=.. KEYRING=.. OCI_REPO=oci://ghcr.io/<org>/dl-charts OCI_USER=<user> OCI_PASSWORD_FILE=token.txt
+# (OCI_CA_FILE=ca.crt when the system does not trust its certificate). A version the registry holds with other
+# content is refused before anything is pushed.
+OCI_REPO ?=
+OCI_USER ?=
+OCI_PASSWORD_FILE ?=
+OCI_CA_FILE ?=
+
+repo-oci: tools  ## package, sign and helm push every chart to an OCI registry (default: the local one, TLS + login); prints references and digests
+	$(VENV)/bin/dlcharts repo push charts --out build/oci $(if $(OCI_REPO),--to '$(OCI_REPO)') \
+	  $(if $(OCI_USER),--username '$(OCI_USER)' --password-file '$(OCI_PASSWORD_FILE)') \
+	  $(if $(OCI_CA_FILE),--ca-file '$(OCI_CA_FILE)') $(SIGNING)
 
 release-check: tools  ## version bumps vs BASE (default: merge-base with origin/main, else main), Chart.yaml schema, yamllint, appVersion, artifacthub, CHANGELOG
 	$(VENV)/bin/dlcharts release-check charts $(if $(BASE),--base '$(BASE)')

@@ -96,3 +96,57 @@ def test_headline_install_from_a_fresh_clone(clone: Path, helm_link: str, cluste
         assert not list(clone.glob("charts/*/charts/*.tgz")), "helm install must not need a dependency build"
     finally:
         delete_namespace(kube, namespace)
+
+
+OCI_FIRST = "make repo-oci SIGN=throwaway"
+
+
+def test_oci_commands_from_a_fresh_clone(clone: Path, cluster: Any, kube: Kube, tmp_path: Path) -> None:
+    """The README's OCI block, word for word, with Helm 4: `make repo-oci` starts the local registry (HTTPS, a
+    login) and pushes every chart; then login, pull --verify, show values and install from oci:// on the cluster.
+    The registry lives in a cache folder of its own (its bin/ is the shared one), helm's homes in tmp_path."""
+    import yaml
+
+    from dlcharts.cluster.binaries import cache_dir
+    from dlcharts.cluster.registry import Registry
+    from dlcharts.release.repository import helm_env
+
+    commands = readme_block_with(OCI_FIRST)
+    assert commands[0] == OCI_FIRST, commands
+    (clone / ".tools/bin/helm").unlink()
+    (clone / ".tools/bin/helm").symlink_to("../helm-v4.3.1/helm")  # as `make tools` links it (the test above relinks)
+    (clone / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    os.utime(clone / "pyproject.toml", (0, 0))  # `make` must not reinstall the shared virtualenv from the clone
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "bin").symlink_to(cache_dir() / "bin")
+    namespace = f"readme-oci-{uuid.uuid4().hex[:6]}"
+    create_namespace(kube, namespace, "restricted")
+    env = {**helm_env(tmp_path / "helm"), "DLCHARTS_CACHE": str(cache), "KUBECONFIG": str(cluster.kubeconfig),
+           "HELM_NAMESPACE": namespace, "PATH": f"{clone / '.tools/bin'}:{os.environ['PATH']}"}  # fmt: skip
+    env.pop("DLCHARTS_REGISTRY_PORT", None)
+
+    def user_logins() -> bytes | None:
+        path = Path.home() / ".config" / "helm" / "registry" / "config.json"
+        return path.read_bytes() if path.exists() else None
+
+    logins_before = user_logins()
+    script = "set -euo pipefail\n" + "\n".join(commands) + "\nhelm version --short\n"
+    try:
+        proc = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True,
+                              check=False, timeout=600)  # fmt: skip
+        print(proc.stdout)
+        assert proc.returncode == 0, f"the README's commands failed:\n{proc.stdout}\n{proc.stderr}"
+        assert proc.stdout.strip().splitlines()[-1].startswith("v4.")
+        for meta_file in sorted((clone / "charts").glob("*/Chart.yaml")):
+            meta = yaml.safe_load(meta_file.read_text())
+            assert re.search(rf"(?m)^pushed +oci://127\.0\.0\.1:\d+/dl-charts/{meta['name']}:{meta['version']} +"
+                             r"sha256:[0-9a-f]{64} +\(\+ provenance\)$", proc.stdout), meta["name"]  # fmt: skip
+        assert "Chart Hash Verified: sha256:" in proc.stdout + proc.stderr
+        assert "STATUS: deployed" in proc.stdout
+        job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/tf-train-worker")
+        assert job["spec"]["completions"] == 4
+        assert user_logins() == logins_before  # the login went into the test's helm home
+    finally:
+        Registry(cache / "registry").stop()
+        delete_namespace(kube, namespace)

@@ -18,6 +18,48 @@ def test_registry_status_when_not_running(
     assert "registry: not running" in out and str(tmp_path / "registry" / "storage") in out
 
 
+def test_registry_up_says_where_it_is_and_how_to_log_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dlcharts registry up|status|env|down` with the cache in a temporary folder (its bin/ is the real one):
+    everything the registry writes stays under <cache>/registry; env prints what a shell needs to use it."""
+    import shlex
+    import subprocess
+
+    from dlcharts.cluster.binaries import cache_dir
+    from dlcharts.helm import find_helm
+    from dlcharts.release.repository import helm_env
+
+    real_bin = cache_dir() / "bin"
+    monkeypatch.setenv("DLCHARTS_CACHE", str(tmp_path))
+    (tmp_path / "bin").symlink_to(real_bin)
+    monkeypatch.delenv("DLCHARTS_REGISTRY_PORT", raising=False)
+    assert main(["registry", "env"]) == 1
+    assert "start it with: dlcharts registry up" in capsys.readouterr().err
+    try:
+        assert main(["registry", "up"]) == 0
+        out = capsys.readouterr().out
+        root = tmp_path / "registry"
+        assert f"HTTPS, trust the CA {root}/tls/ca.crt; login dlcharts, password in {root}/auth/password" in out
+        assert main(["registry", "env"]) == 0
+        exports = capsys.readouterr().out
+        login = (
+            'helm registry login "$DLCHARTS_REGISTRY" --ca-file "$DLCHARTS_REGISTRY_CA" '
+            '-u "$DLCHARTS_REGISTRY_USER" --password-stdin < "$DLCHARTS_REGISTRY_PASSWORD_FILE"'
+        )
+        env = {**helm_env(tmp_path / "helm"), "PATH": f"{find_helm().path.parent}:/usr/bin:/bin"}
+        proc = subprocess.run(["bash", "-c", f"{exports}\n{login}"], capture_output=True, text=True, env=env)
+        assert "Login Succeeded" in proc.stdout + proc.stderr, proc.stderr
+        address = out.split(" at ")[1].split(";")[0]
+        assert shlex.split(exports.splitlines()[0]) == ["export", f"DLCHARTS_REGISTRY={address}"]
+        assert main(["registry", "status"]) == 0
+        assert {p.name for p in tmp_path.iterdir()} == {"bin", "registry", "helm"}
+    finally:
+        assert main(["registry", "down"]) == 0
+    assert "registry: stopped" in capsys.readouterr().out
+    assert main(["registry", "status"]) == 1
+
+
 def test_images_list_names_each_local_reference(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["images", "build", "--list"]) == 0
     out = capsys.readouterr().out

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from dlcharts.cluster import registry
+from dlcharts.errors import ImageError
 from dlcharts.images import IMAGES, Builder, BuildResult, verify_layout
 
 HELPER = IMAGES["busybox"]
@@ -82,6 +83,23 @@ def test_pulled_image_has_busybox_applets_and_python(helper: BuildResult, local_
     assert members["usr/bin/busybox"].isfile()
     assert "usr/bin/python3" in members
     assert not [name for name in members if name.startswith("etc/pip") or name.endswith(".deb")]
+
+
+def test_push_to_a_secure_registry_logs_in_and_trusts_its_ca(
+    helper: BuildResult, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`dlcharts images build --push` goes to the secure registry (HTTPS, login): crane gets its CA and login from
+    the registry's Access, and the pushed manifest is the built one."""
+    reg = registry.Registry(tmp_path_factory.mktemp("secure-registry"), secure=True)
+    state = reg.start()
+    try:
+        assert state.access is not None
+        pushed = Builder().push(helper, state.address, state.access)
+        assert pushed == f"{state.address}/busybox:1.37.0@{helper.digest}"
+        with pytest.raises(ImageError, match="x509: certificate signed by unknown authority"):  # without its Access
+            Builder().push(helper, state.address)
+    finally:
+        reg.stop()
 
 
 def test_second_build_is_a_no_op(helper: BuildResult) -> None:

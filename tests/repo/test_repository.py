@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts.errors import DLChartsError
 from dlcharts.helm import Helm, find_helm
 from dlcharts.release.repository import (
     BuiltRepository,
@@ -33,13 +32,13 @@ from dlcharts.release.repository import (
     throwaway_key,
     verify_package,
 )
-from dlcharts.render import Renderer, RenderRequest, parse_manifest
+from dlcharts.render import Renderer, parse_manifest
 from dlcharts.snapshots import normalize
 from dlcharts.suite import discover_charts, scenarios
 
 from ..conftest import CHARTS
+from .conftest import ALL, assert_install_applies_the_source_objects
 
-ALL = {p.parent.name: yaml.safe_load(p.read_text()) for p in sorted(CHARTS.glob("*/Chart.yaml"))}
 APPLICATIONS = discover_charts(CHARTS)
 REPO_NAME = "dlc"
 
@@ -67,21 +66,6 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def helm() -> Helm:
-    try:
-        return find_helm()
-    except DLChartsError as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def key(tmp_path_factory: pytest.TempPathFactory) -> ThrowawayKey:
-    if shutil.which("gpg") is None:
-        pytest.fail("gpg is missing: install GnuPG (apt-get update && apt-get install -y gnupg)", pytrace=False)
-    return throwaway_key(tmp_path_factory.mktemp("signing-key"))
 
 
 @pytest.fixture(scope="module")
@@ -245,31 +229,8 @@ def test_the_pulled_package_renders_like_the_source_tree(scenario, pulled, user,
 
 
 @pytest.mark.parametrize("chart", ["tensorflow-dist", "horovod-mpi"])
-def test_install_verify_from_the_repository_applies_the_source_objects(chart, cluster, pulled, user, key, helm):
+def test_install_verify_from_the_repository_applies_the_source_objects(chart, cluster, user, key, helm):
     """On a real API server: `helm install --verify` of the signed package applies the objects the source tree
     renders (the MPI chart too, whose ssh key Secret is masked), and uninstalls cleanly."""
-    import uuid
-
-    from dlcharts.install.kube import Kube
-    from dlcharts.install.namespaces import create_namespace, delete_namespace
-    from dlcharts.install.podsecurity import load_pod_security, pod_security_for
-
-    namespace = f"repo-{uuid.uuid4().hex[:8]}"
-    env = {**user, "KUBECONFIG": str(cluster.kubeconfig)}
-    release = "from-repo"
-    with Kube.from_kubeconfig(cluster.kubeconfig) as kube:
-        create_namespace(kube, namespace, pod_security_for(chart, load_pod_security(
-            CHARTS.parent / "ci" / "pod-security.yaml")).level)  # fmt: skip
-        try:
-            run_helm(helm, ["install", release, f"{REPO_NAME}/{chart}", "--verify", "--keyring",
-                            str(key.public_keyring), "--namespace", namespace], env)  # fmt: skip
-            applied = parse_manifest(run_helm(helm, ["get", "manifest", release, "-n", namespace], env).stdout,
-                                     namespace)  # fmt: skip
-            source = Renderer(helm).render(RenderRequest(CHARTS / chart, release=release, namespace=namespace))
-            expected = {k: o for k, o in source.objects.items() if not o.is_hook}
-            assert set(applied) == set(expected)
-            for object_key, obj in expected.items():
-                assert normalize(applied[object_key].body) == normalize(obj.body), f"{object_key} differs"
-            run_helm(helm, ["uninstall", release, "-n", namespace, "--wait"], env)
-        finally:
-            delete_namespace(kube, namespace)
+    assert_install_applies_the_source_objects(helm, user, cluster.kubeconfig, chart, f"{REPO_NAME}/{chart}",
+                                              ["--verify", "--keyring", str(key.public_keyring)])  # fmt: skip

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import time
 
 from dlcharts.cluster.binaries import build_binaries
@@ -35,17 +37,27 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_registry(args: argparse.Namespace) -> int:
     from dlcharts.cluster import registry
 
-    reg = registry.Registry(port=args.port)
+    reg = registry.Registry(port=args.port, secure=True)
     if args.action == "up":
         started = time.monotonic()
         state = reg.start()
         print(f"{state.describe()} ({time.monotonic() - started:.1f}s)")
-        print(f"push and pull as {state.address}/<repository>:<tag> (plain HTTP on 127.0.0.1)")
+        print(f"push and pull as {state.address}/<repository>:<tag>; charts: make repo-oci; shell variables: "
+              "eval \"$(dlcharts registry env)\"")  # fmt: skip
         return 0
     if args.action == "down":
         print("registry: stopped" if reg.stop() else "registry: was not running")
         return 0
     state = reg.status()
+    if args.action == "env":
+        if not state.running or state.access is None:
+            print(f"# {state.describe()}; start it with: dlcharts registry up", file=sys.stderr)
+            return 1
+        for name, value in (("DLCHARTS_REGISTRY", state.address), ("DLCHARTS_REGISTRY_CA", state.access.ca),
+                            ("DLCHARTS_REGISTRY_USER", state.access.username),
+                            ("DLCHARTS_REGISTRY_PASSWORD_FILE", state.access.password_file)):  # fmt: skip
+            print(f"export {name}={shlex.quote(str(value))}")
+        return 0
     print(state.describe())
     return 0 if state.running else 1
 
@@ -67,8 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     cluster.set_defaults(func=cmd_cluster)
 
-    reg = sub.add_parser("registry", help="the local OCI registry (distribution v3) on 127.0.0.1 (images build --push)")
-    reg.add_argument("action", choices=["up", "down", "status"])
+    reg = sub.add_parser(
+        "registry", help="the local OCI registry (distribution v3) on 127.0.0.1, HTTPS with a login: charts "
+        "(make repo-oci) and images (images build --push)",
+        description="up: start it (or reuse the running one; each start makes a new throwaway CA and password); "
+        "down: stop it (storage stays); status: where it is, its CA and login; env: the same as shell exports "
+        "(DLCHARTS_REGISTRY, DLCHARTS_REGISTRY_CA, DLCHARTS_REGISTRY_USER, DLCHARTS_REGISTRY_PASSWORD_FILE).",
+    )  # fmt: skip
+    reg.add_argument("action", choices=["up", "down", "status", "env"])
     reg.add_argument(
         "--port", type=int, default=None, help="port on 127.0.0.1 (default: $DLCHARTS_REGISTRY_PORT or free)"
     )

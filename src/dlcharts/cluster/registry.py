@@ -3,13 +3,17 @@
 The images of ``dlcharts images`` are pushed here, and the real node's kubelet pulls from a registry of this
 kind (its cluster's own), the way a user's cluster pulls from a mirror. The registry runs as one detached
 process; its storage, config, log and pid live under ``$DLCHARTS_CACHE/registry/``
-(``~/.cache/dlcharts/registry``), so images survive a restart. Plain HTTP on 127.0.0.1 only, no auth (TLS and
-auth are a later step). A cluster with a real node runs its own instance, with its state under
-``registry/clusters/<name>/`` (dlcharts.cluster.node_registry).
+(``~/.cache/dlcharts/registry``), so images and charts survive a restart.
 
-    start()   start it (or reuse the running one) and return its status
-    stop()    stop it (storage is kept)
-    status()  whether it runs, and where
+A ``secure`` registry is set up the way a production one is: HTTPS with a certificate from a throwaway CA made
+at each start, and htpasswd (bcrypt) logins (dlcharts.cluster.registry_access). ``dlcharts registry`` runs that
+one: the charts of ``make repo-oci`` and the images of ``dlcharts images build --push`` go there. A cluster with
+a real node runs its own instance, plain HTTP on 127.0.0.1 without logins, with its state under
+``registry/clusters/<name>/`` (dlcharts.cluster.node_registry): containerd and the kubelet pull from it.
+
+    Registry.start()   start it (or reuse the running one) and return its status
+    Registry.stop()    stop it (storage is kept)
+    Registry.status()  whether it runs, and where
 
 The port is ``$DLCHARTS_REGISTRY_PORT`` (or the ``port`` argument); without one, a free port is taken
 and remembered in ``state.json``, so a restart keeps the address when the port is still free.
@@ -17,6 +21,7 @@ and remembered in ``state.json``, so a restart keeps the address when the port i
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import fcntl
@@ -24,6 +29,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -33,6 +39,7 @@ from pathlib import Path
 
 from dlcharts.cluster import procs
 from dlcharts.cluster.binaries import VERSIONS, build_script, cache_dir
+from dlcharts.cluster.registry_access import Access, make_access
 from dlcharts.errors import ClusterError
 
 DISTRIBUTION_VERSION = VERSIONS.get("DISTRIBUTION_VERSION", "")
@@ -78,24 +85,33 @@ class RegistryStatus:
     root: Path  # config, log, pid and state
     storage: Path
     log: Path
+    access: Access | None = None  # TLS and login of a secure registry; None: plain HTTP, no login
 
     def describe(self) -> str:
         state = f"running (pid {self.pid}) at {self.address}" if self.running else "not running"
-        return f"registry: {state}; storage {self.storage}; log {self.log}"
+        text = f"registry: {state}; storage {self.storage}; log {self.log}"
+        if self.access is not None and self.running:
+            text += (f"\n  HTTPS, trust the CA {self.access.ca}; login {self.access.username}, password in "
+                     f"{self.access.password_file}")  # fmt: skip
+        return text
 
 
 class Registry:
     """The local registry with its state under ``root`` (default ``<cache>/registry``); ``port`` None means
     $DLCHARTS_REGISTRY_PORT (unless ``use_env_port`` is off: a cluster's own registry, see
-    dlcharts.cluster.node_registry), else the port used last time when it is free, else a free one."""
+    dlcharts.cluster.node_registry), else the port used last time when it is free, else a free one. ``secure``:
+    HTTPS and htpasswd logins (see the module's docstring)."""
 
-    def __init__(self, root: Path | None = None, port: int | None = None, *, use_env_port: bool = True) -> None:
+    def __init__(
+        self, root: Path | None = None, port: int | None = None, *, use_env_port: bool = True, secure: bool = False
+    ) -> None:
         self.root = root if root is not None else cache_dir() / "registry"
         self.storage = self.root / "storage"
         self.log = self.root / "registry.log"
         self.pidfile = self.root / "registry.pid"
         self.statefile = self.root / "state.json"
         self.config = self.root / "config.yml"
+        self.secure = secure
         env_port = os.environ.get(PORT_ENV, "") if use_env_port else ""
         if port is None and env_port:
             if not env_port.isdigit() or not 0 < int(env_port) < 65536:
@@ -120,9 +136,11 @@ class Registry:
 
     def status(self) -> RegistryStatus:
         pid = self._pid()
-        address = str(self._state().get("address", ""))
-        running = pid is not None and bool(address) and _responds(address)
-        return RegistryStatus(running, address, pid, self.root, self.storage, self.log)
+        state = self._state()
+        address = str(state.get("address", ""))
+        access = Access.under(self.root) if state.get("secure") else None
+        running = pid is not None and bool(address) and _responds(address, access)
+        return RegistryStatus(running, address, pid, self.root, self.storage, self.log, access)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -137,7 +155,8 @@ class Registry:
             current = self.status()
             if current.running:
                 wanted = self.port
-                if wanted is None or current.address.endswith(f":{wanted}"):
+                same_kind = (current.access is not None) == self.secure
+                if same_kind and (wanted is None or current.address.endswith(f":{wanted}")):
                     return current
                 self._stop()
             binary = require_tool("registry")
@@ -148,7 +167,8 @@ class Registry:
                     f"port {port} on 127.0.0.1 is taken; free it or choose another with {PORT_ENV}=<port>"
                 )
             self.storage.mkdir(parents=True, exist_ok=True)
-            self.config.write_text(_config_yaml(address, self.storage))
+            access = make_access(self.root, address) if self.secure else None
+            self.config.write_text(_config_yaml(address, self.storage, access))
             with self.log.open("ab") as log:
                 proc = subprocess.Popen(
                     [str(binary), "serve", str(self.config)],
@@ -160,9 +180,10 @@ class Registry:
                 )
             _STARTED[proc.pid] = proc
             self.pidfile.write_text(f"{proc.pid}\n")
-            self.statefile.write_text(json.dumps({"address": address, "version": DISTRIBUTION_VERSION}) + "\n")
+            state = {"address": address, "version": DISTRIBUTION_VERSION, "secure": self.secure}
+            self.statefile.write_text(json.dumps(state) + "\n")
             deadline = time.monotonic() + timeout
-            while not _responds(address):
+            while not _responds(address, access):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     self._stop()
                     why = f"exited with code {proc.returncode}" if proc.returncode is not None else "did not answer"
@@ -196,14 +217,17 @@ class Registry:
         return True
 
 
-def _config_yaml(address: str, storage: Path) -> str:
+def _config_yaml(address: str, storage: Path, access: Access | None) -> str:
     # JSON is YAML: no hand-quoting of paths.
-    config = {
+    config: dict[str, object] = {
         "version": 0.1,
         "log": {"level": "info", "formatter": "text", "accesslog": {"disabled": True}},
         "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}},
         "http": {"addr": address},
     }
+    if access is not None:
+        config["http"] = {"addr": address, "tls": {"certificate": str(access.certificate), "key": str(access.key)}}
+        config["auth"] = {"htpasswd": {"realm": "dl-charts", "path": str(access.htpasswd)}}
     return json.dumps(config, indent=2) + "\n"
 
 
@@ -232,9 +256,18 @@ def _port_free(port: int) -> bool:
         return True
 
 
-def _responds(address: str) -> bool:
+def _responds(address: str, access: Access | None = None) -> bool:
+    """Whether the registry answers its API's base endpoint (over HTTPS with a login when ``access``)."""
+    if access is None:
+        request, context = urllib.request.Request(f"http://{address}/v2/"), None
+    else:
+        if not access.complete():
+            return False
+        login = base64.b64encode(f"{access.username}:{access.password}".encode()).decode()
+        request = urllib.request.Request(f"https://{address}/v2/", headers={"Authorization": f"Basic {login}"})
+        context = ssl.create_default_context(cafile=str(access.ca))
     try:
-        with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as resp:  # noqa: S310 (our own http URL)
+        with urllib.request.urlopen(request, timeout=2, context=context) as resp:  # noqa: S310 (our own URL)
             return int(resp.status) == 200
     except (urllib.error.URLError, OSError):
         return False
@@ -254,15 +287,3 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-def start(port: int | None = None, root: Path | None = None) -> RegistryStatus:
-    return Registry(root, port).start()
-
-
-def stop(root: Path | None = None) -> bool:
-    return Registry(root).stop()
-
-
-def status(root: Path | None = None) -> RegistryStatus:
-    return Registry(root).status()

@@ -43,6 +43,7 @@ from typing import Any
 
 from dlcharts.cluster.binaries import cache_dir
 from dlcharts.cluster.registry import require_tool
+from dlcharts.cluster.registry_access import Access
 from dlcharts.errors import ImageError
 from dlcharts.images.definitions import IMAGES, VENV, ImageDef
 from dlcharts.images.mirror import debian_mirror
@@ -198,14 +199,14 @@ class Builder:
         with self._lock():
             return self._rootfs(image, [])
 
-    def push(self, result: BuildResult, registry: str) -> str:
-        """Push the built layout to ``registry`` (host:port); return ``<ref>@<digest>``."""
+    def push(self, result: BuildResult, registry: str, access: Access | None = None) -> str:
+        """Push the built layout to ``registry`` (host:port; ``access``: its CA and login, for a secure one);
+        return ``<ref>@<digest>``."""
         crane = require_tool("crane")
         ref = f"{registry}/{result.image.reference}"
-        self._run([str(crane), "push", str(result.layout), ref], result.image, "push")
-        remote = subprocess.run(
-            [str(crane), "digest", ref], capture_output=True, text=True, check=False, env=_crane_env()
-        )
+        env = {**_crane_env(), **(access.client_env() if access is not None else {})}
+        self._run([str(crane), "push", str(result.layout), ref], result.image, "push", env)
+        remote = subprocess.run([str(crane), "digest", ref], capture_output=True, text=True, check=False, env=env)
         if remote.returncode != 0 or remote.stdout.strip() != result.digest:
             raise ImageError(
                 f"{ref}: the registry has {remote.stdout.strip() or remote.stderr.strip()!r} after the push, "
@@ -464,7 +465,6 @@ class Builder:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCE_DATE_EPOCH")}
         if step != "wheels":  # the host's pip configuration is for downloading wheels only
             full_env = {k: v for k, v in full_env.items() if not k.startswith("PIP_")}
-        full_env.update(_crane_env() if step == "push" else {})
         full_env.update(env or {})
         with log.open("a") as fh:
             fh.write(f"\n$ {shlex.join(cmd)}\n")
@@ -524,7 +524,8 @@ def _tar_create(out: Path, tree: Path) -> list[str]:
 
 
 def _crane_env() -> dict[str, str]:
-    # crane reads registry credentials from ~/.docker; the local registry needs none.
+    # crane reads registry credentials from ~/.docker; a plain local registry needs none, a secure one's login
+    # comes with its Access.
     return {"DOCKER_CONFIG": "/nonexistent"}
 
 

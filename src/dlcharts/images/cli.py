@@ -26,11 +26,11 @@ def cmd_images(args: argparse.Namespace) -> int:
             if image.differs:
                 print(f"  differs: {image.differs}")
         return 0
-    registry = ""
+    registry = None
     if args.push:
         from dlcharts.cluster.registry import Registry
 
-        registry = Registry().start().address
+        registry = Registry(secure=True).start()
     builder = Builder()
     for name in names:
         result = builder.build(IMAGES[name])
@@ -39,8 +39,8 @@ def cmd_images(args: argparse.Namespace) -> int:
             f"{name}: {result.image.reference} {result.digest} {_mib(result.size)} compressed, "
             f"{_mib(result.rootfs_size)} unpacked, {result.seconds:.1f}s, {how}"
         )
-        if registry:
-            print(f"  pushed {builder.push(result, registry)}")
+        if registry is not None:
+            print(f"  pushed {builder.push(result, registry.address, registry.access)}")
     return 0
 
 

@@ -8,6 +8,8 @@ Helm repository (packages + ``index.yaml``) built from the source tree.
   the main image's tag, artifacthub annotations, a CHANGELOG entry per version.
 - :mod:`dlcharts.release.repository`: package (dependencies vendored), sign, index, verify; a throwaway
   GPG key for tests and CI.
+- :mod:`dlcharts.release.oci`: push those packages (with their provenance) to an OCI registry, refusing a
+  published version with other content.
 """
 
 from __future__ import annotations

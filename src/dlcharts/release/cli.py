@@ -1,4 +1,5 @@
-"""`dlcharts release-check` and `dlcharts repo ...`: the release checks and the chart repository build.
+"""`dlcharts release-check` and `dlcharts repo ...`: the release checks, the chart repository build and the push
+of the same packages to an OCI registry.
 
 Also runnable as ``python -m dlcharts.release ...``.
 """
@@ -15,12 +16,15 @@ from dlcharts.errors import DLChartsError
 from dlcharts.helm import HELM_OPTION_HELP, find_helm
 from dlcharts.release.changes import check_version_bumps, repo_root
 from dlcharts.release.metadata import check_metadata, lint_yaml
-from dlcharts.release.repository import Signer, build_repository, throwaway_key, verify_package
+from dlcharts.release.oci import OciTarget, publish
+from dlcharts.release.repository import Signer, build_repository, package_charts, throwaway_key, verify_package
 
 DEFAULT_SCHEMA = "ci/chart_schema.yaml"
 DEFAULT_YAMLLINT = ".yamllint"
 # The repository's own YAML configuration that the release check lints besides the charts' files.
 CONFIG_YAML = (".yamllint", "ci/ct.yaml", "ci/chart_schema.yaml")
+#: where `dlcharts repo push` puts the charts in the local registry: oci://<address>/dl-charts/<chart>:<version>
+LOCAL_PATH = "dl-charts"
 
 
 def cmd_release_check(args: argparse.Namespace) -> int:
@@ -77,6 +81,40 @@ def cmd_repo_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _oci_target(args: argparse.Namespace) -> OciTarget:
+    """--to and its login, or the local registry (started when it is not running) at oci://<address>/dl-charts."""
+    password = Path(args.password_file) if args.password_file else None
+    ca = Path(args.ca_file) if args.ca_file else None
+    if args.to:
+        return OciTarget(args.to, args.username, password, ca)
+    if args.username or password or ca:
+        raise DLChartsError("--username, --password-file and --ca-file go with --to oci://<host>/<path>; without "
+                            "--to the local registry's own login and CA are used")  # fmt: skip
+    from dlcharts.cluster.registry import Registry
+
+    state = Registry(secure=True).start()
+    print(state.describe())
+    assert state.access is not None
+    access = state.access
+    return OciTarget(f"oci://{state.address}/{LOCAL_PATH}", access.username, access.password_file, access.ca)
+
+
+def cmd_repo_push(args: argparse.Namespace) -> int:
+    target = _oci_target(args)
+    signer, public = _signer(args)
+    helm = find_helm(args.helm)
+    packages = package_charts(Path(args.path), Path(args.out), signer=signer, helm=helm, only=args.chart or None)
+    published = publish(packages, target, helm, provenance=not args.no_provenance)
+    for chart in published:
+        print(chart.describe())
+    tls = f" --ca-file {target.ca_file}" if target.ca_file else ""
+    signed_now = [c for c in published if c.provenance]
+    example = (signed_now or published)[0]
+    verify = f" --verify --keyring {public}" if public is not None and signed_now else ""
+    print(f"pull with: helm pull {example.reference.rpartition(':')[0]} --version {example.version}{verify}{tls}")
+    return 0
+
+
 def cmd_repo_keygen(args: argparse.Namespace) -> int:
     key = throwaway_key(Path(args.dir))
     print(f"fingerprint: {key.fingerprint}")
@@ -112,13 +150,23 @@ def register(sub: Any) -> None:
     build.add_argument("--out", default="build/repo", help="output folder (default: build/repo)")
     build.add_argument("--url", help="base URL the repository is served from (index.yaml URLs); default relative")
     build.add_argument("--merge", help="existing index.yaml whose entries to keep (publishing next to old versions)")
-    build.add_argument("--chart", action="append", help="only this chart folder (repeatable)")
-    build.add_argument("--sign-key", help="key name or id to sign with (helm package --sign --key)")
-    build.add_argument("--keyring", help="secret keyring holding it, legacy format (gpg --export-secret-keys)")
-    build.add_argument("--passphrase-file", help="file with the key's passphrase ('-' reads stdin)")
-    build.add_argument("--throwaway-key", metavar="DIR", help="sign with a fresh throwaway key written into DIR")
-    build.add_argument("--helm", help=HELM_OPTION_HELP)
+    _packaging_options(build)
     build.set_defaults(func=cmd_repo_build)
+
+    push = repo_sub.add_parser("push", help="package every chart (dependencies vendored), sign, log in and helm push "
+                               "to an OCI registry; a version already there with other content is refused")  # fmt: skip
+    push.add_argument("path", nargs="?", default="charts", help="folder of charts (default: charts)")
+    push.add_argument("--out", default="build/oci", help="folder for the packages (default: build/oci)")
+    push.add_argument("--to", metavar="oci://HOST/PATH", help="where the charts go (<HOST>/<PATH>/<chart>:<version>);"
+                      f" default: the local registry (`dlcharts registry up`: TLS and a login) at oci://<its address>/"
+                      f"{LOCAL_PATH}")  # fmt: skip
+    push.add_argument("--username", help="registry login (helm registry login --username)")
+    push.add_argument("--password-file", help="file holding the password or token")
+    push.add_argument("--ca-file", help="CA certificate that signed the registry's, when the system does not trust it")
+    push.add_argument("--no-provenance", action="store_true", help="push the packages without their .prov (Helm "
+                      "3.18.0 cannot pull a chart that carries one; --verify then has nothing to check)")  # fmt: skip
+    _packaging_options(push)
+    push.set_defaults(func=cmd_repo_push)
 
     keygen = repo_sub.add_parser("keygen", help="a throwaway signing key (tests, CI, trying the flow)")
     keygen.add_argument("dir", help="folder for secring.gpg, pubring.gpg, pubkey.asc")
@@ -129,6 +177,15 @@ def register(sub: Any) -> None:
     verify.add_argument("--keyring", required=True, help="public keyring (gpg --export > pubring.gpg)")
     verify.add_argument("--helm", help=HELM_OPTION_HELP)
     verify.set_defaults(func=cmd_repo_verify)
+
+
+def _packaging_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chart", action="append", help="only this chart folder (repeatable)")
+    parser.add_argument("--sign-key", help="key name or id to sign with (helm package --sign --key)")
+    parser.add_argument("--keyring", help="secret keyring holding it, legacy format (gpg --export-secret-keys)")
+    parser.add_argument("--passphrase-file", help="file with the key's passphrase ('-' reads stdin)")
+    parser.add_argument("--throwaway-key", metavar="DIR", help="sign with a fresh throwaway key written into DIR")
+    parser.add_argument("--helm", help=HELM_OPTION_HELP)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

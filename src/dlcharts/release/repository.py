@@ -1,5 +1,6 @@
 """A Helm chart repository built from the source tree: packages with their ``file://`` dependencies vendored,
 optionally signed (``.prov`` files), and an ``index.yaml`` for any static file server (GitHub Pages included).
+The same packages go to an OCI registry through :mod:`dlcharts.release.oci`.
 
 The build never touches the source tree: every chart is copied into a staging folder (without its vendored
 ``charts/`` and ``Chart.lock``), its dependencies are built there, and it is packaged from there. Helm runs
@@ -97,12 +98,13 @@ def helm_env(home: Path) -> dict[str, str]:
 
 
 def run_helm(
-    helm: Helm, args: Sequence[str], env: dict[str, str], timeout: float = 300
+    helm: Helm, args: Sequence[str], env: dict[str, str], timeout: float = 300, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``helm ARGS`` with an argv list; a failure raises with the command and helm's stderr. (``helm pull
-    --verify`` reports the signer on stderr, ``helm verify`` on stdout.)"""
+    """``helm ARGS`` with an argv list (``stdin``: what helm reads, such as ``--password-stdin``); a failure
+    raises with the command and helm's stderr. (``helm pull --verify`` reports the signer on stderr, ``helm
+    verify`` on stdout.)"""
     proc = subprocess.run([str(helm.path), *args], capture_output=True, text=True, env=env, timeout=timeout,
-                          check=False)  # fmt: skip
+                          check=False, input=stdin if stdin is not None else "")  # fmt: skip
     if proc.returncode != 0:
         raise RepositoryError(f"helm {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
     return proc
@@ -173,19 +175,15 @@ def _local_dependencies(chart: Path) -> list[str]:
             if str(d.get("repository") or "").startswith("file://")]  # fmt: skip
 
 
-def build_repository(
+def package_charts(
     charts_dir: Path,
     out: Path,
-    url: str | None = None,
     signer: Signer | None = None,
     helm: Helm | None = None,
-    merge: Path | None = None,
     only: Iterable[str] | None = None,
-) -> BuiltRepository:
+) -> tuple[Package, ...]:
     """Package every chart under ``charts_dir`` (or the folders named in ``only``) into ``out``, with their
-    ``file://`` dependencies vendored, signed when ``signer`` is given, and write ``out/index.yaml`` with
-    absolute URLs under ``url`` (relative URLs when None). ``merge`` is an existing index.yaml whose older
-    entries are kept, for publishing into a folder that already serves earlier versions."""
+    ``file://`` dependencies vendored, signed (a ``.prov`` beside each package) when ``signer`` is given."""
     helm = helm or find_helm()
     charts_dir = charts_dir.resolve()
     everything = chart_dirs(charts_dir)
@@ -220,13 +218,31 @@ def build_repository(
                 raise RepositoryError(f"helm package did not write {tgz}")
             prov = tgz.with_name(tgz.name + ".prov")
             packages.append(Package(str(meta["name"]), str(meta["version"]), tgz, prov if prov.is_file() else None))
-        args = ["repo", "index", str(out)]
-        if url:
-            args += ["--url", url]
-        if merge is not None:
-            args += ["--merge", str(merge)]
-        run_helm(helm, args, env)
-    return BuiltRepository(out, out / "index.yaml", tuple(packages))
+    return tuple(packages)
+
+
+def build_repository(
+    charts_dir: Path,
+    out: Path,
+    url: str | None = None,
+    signer: Signer | None = None,
+    helm: Helm | None = None,
+    merge: Path | None = None,
+    only: Iterable[str] | None = None,
+) -> BuiltRepository:
+    """:func:`package_charts` into ``out``, then ``out/index.yaml`` with absolute URLs under ``url`` (relative
+    URLs when None). ``merge`` is an existing index.yaml whose older entries are kept, for publishing into a
+    folder that already serves earlier versions."""
+    helm = helm or find_helm()
+    packages = package_charts(charts_dir, out, signer, helm, only)
+    args = ["repo", "index", str(out)]
+    if url:
+        args += ["--url", url]
+    if merge is not None:
+        args += ["--merge", str(merge)]
+    with tempfile.TemporaryDirectory(prefix="dlc-repo-") as tmp:
+        run_helm(helm, args, helm_env(Path(tmp)))
+    return BuiltRepository(out, out / "index.yaml", packages)
 
 
 def verify_package(package: Path, keyring: Path, helm: Helm | None = None, home: Path | None = None) -> str:
