@@ -117,6 +117,7 @@ def test_pod_templates_do_not_grow_with_the_worker_count(scenario, render):
         ("defaults.image.repository=", "repository"),
         ("defaults.image.tag=", "tag"),
         ("defaults.gpu.count=0.5", "gpu.count"),
+        ("kueue.queueName=:", "queueName"),  # a label value, as the Job's queue-name label
     ],
 )
 def test_bad_input_is_refused_naming_the_value(chart, setting, expected, render):
@@ -126,6 +127,17 @@ def test_bad_input_is_refused_naming_the_value(chart, setting, expected, render)
     assert expected in stderr, stderr
     for marker in ("nil pointer", "panic", "can't evaluate"):
         assert marker not in stderr
+
+
+def test_names_yaml_reads_as_numbers_stay_strings(render):
+    gang = {"scheduler": "volcano", "schedulerName": "1", "queue": "2", "priorityClassName": "3"}
+    values = {"defaults": {"priorityClassName": "0"}, "gang": gang}
+    rendered = render(CHARTS / "mxnet-dist", values=values)
+    for job in rendered.of_kind("Job"):
+        spec = job.body["spec"]["template"]["spec"]
+        assert (spec["priorityClassName"], spec["schedulerName"]) == ("0", "1"), job.ref()
+    (group,) = rendered.of_kind("PodGroup")
+    assert (group.body["spec"]["queue"], group.body["spec"]["priorityClassName"]) == ("2", "3")
 
 
 @pytest.mark.parametrize("chart", TRAINING)

@@ -1,0 +1,235 @@
+"""The training charts' NetworkPolicy, enforced for real on the real node (kube-router, dlcharts.cluster.netpol).
+
+One real job per training chart, through the same path as `dlcharts run`. While it runs, three sources connect
+to its training ports (the pods' IPs), each probe a TCP connect with a bound:
+
+- ``same release``: from a pod of the release itself (kubectl exec into it);
+- ``other release``: from a pod of another release of the same chart in the same namespace;
+- ``other namespace``: from a pod in another namespace carrying the release's very labels.
+
+With the chart's policy (the default) the release's own pod connects and the other two are refused; then
+``helm upgrade --reuse-values --set networkPolicy.enabled=false`` removes it, and the same outside probes connect
+(so the refusals were the policy's doing, and the test can fail), as does the release's pod again (the ports were
+listening all along). The job completes either way. Before each round the test waits until kube-router's rules
+on the node show the policy applied to (or gone from) every target pod. Each test prints its table and records
+it in the JUnit report (property ``probes``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import re
+import subprocess
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import cluster_env
+import pytest
+from test_real_frameworks import mpi4py_command
+from test_real_node import real_pod_spec
+
+from dlcharts.cluster import ClusterHandle, netpol, poll
+from dlcharts.cluster.node import RealNode
+from dlcharts.helm import find_helm
+from dlcharts.install import Kube, Release
+from dlcharts.install.namespaces import delete_namespace
+from dlcharts.install.releases import run_helm
+
+pytestmark = pytest.mark.cluster
+
+CONNECT_TIMEOUT = 3.0  # seconds; a refused connection returns at once (kube-router REJECTs)
+
+# Run by python3 in a source pod (every image here has it): connect to each host:port given, all at once.
+PROBE = """
+import concurrent.futures, json, socket, sys
+def probe(target):
+    host, port = target.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=float(sys.argv[1])).close()
+        return target, "connected"
+    except ConnectionRefusedError:
+        return target, "refused"
+    except TimeoutError:
+        return target, "timeout"
+    except OSError as exc:
+        return target, f"error {exc.errno}"
+with concurrent.futures.ThreadPoolExecutor(16) as pool:
+    print(json.dumps(dict(pool.map(probe, sys.argv[2:]))))
+""".strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    helm_args: list[str]  # a job that runs a while after its trigger
+    trigger: str  # a log line after which the training ports listen
+    role: str  # the pods that listen on `port`: this role's, those of `indexes` (None: all)
+    indexes: list[int] | None
+    port: int
+    source: tuple[str, int]  # the release's own probe runs in this role's pod of this index
+
+
+JOBS = {
+    "tensorflow-dist": Job(  # every worker's gRPC server
+        ["--set", "worker=2", "--set", "benchmark.steps=400"], r"bench_tf: step \d+/400", "worker", None, 2222,
+        ("worker", 0),
+    ),
+    "pytorch-dist": Job(  # the c10d TCPStore on worker 0
+        ["--set", "worker=2", "--set", "benchmark.steps=600"], r"bench_ddp: step \d+/600", "worker", [0], 29500,
+        ("worker", 1),
+    ),
+    "mxnet-dist": Job(  # the ps-lite scheduler
+        ["--set", "worker=1", "--set", "server=1", "--set", "benchmark.steps=400"], r"bench_mx: step \d+/400",
+        "scheduler", [0], 9091, ("worker", 0),
+    ),
+    "horovod-mpi": Job(  # every worker's sshd, which mpirun reaches from the launcher
+        ["--set", "worker=2", "--set", "horovod.launcher=mpirun", "--set-json",
+         f"horovod.command={mpi4py_command(60, 0.5)}"],
+        r"mpi4py: step 1/60", "worker", None, 2222, ("launcher", 0),
+    ),
+    "cntk-dist": Job(
+        ["--set", "worker=2", "--set", "cntk.activate=", "--set-json",
+         f"cntk.python.command={mpi4py_command(60, 0.5)}"],
+        r"mpi4py: step 1/60", "worker", None, 2222, ("launcher", 0),
+    ),
+}  # fmt: skip
+
+
+def _pods(kube: Kube, namespace: str, release: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", f"app.kubernetes.io/instance={release}")
+        if (p.get("status") or {}).get("phase") == "Running" and (p.get("status") or {}).get("podIP")
+    ]
+
+
+def _role_index(pod: dict[str, Any]) -> tuple[str, int]:
+    labels = pod["metadata"]["labels"]
+    return labels["app.kubernetes.io/component"], int(labels["batch.kubernetes.io/job-completion-index"])
+
+
+def _probe(
+    cluster: ClusterHandle, namespace: str | None, pod: str, container: str, targets: list[str]
+) -> dict[str, str]:
+    """PROBE run in ``pod`` (a ``namespace`` of None: on the host, from the node's address)."""
+    args = ["python3", "-c", PROBE, str(CONNECT_TIMEOUT), *targets]
+    if namespace is None:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    else:
+        proc = cluster_env.kubectl(cluster.kubeconfig, "exec", "-n", namespace, pod, "-c", container, "--", *args)
+    assert proc.returncode == 0, f"probe from {namespace}/{pod} failed: {proc.stderr}"
+    result: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _probe_pod(cluster: ClusterHandle, namespace: str, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    assert cluster.images is not None
+    spec = real_pod_spec(cluster.images.busybox, "sleep 900")
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec}  # fmt: skip
+
+
+@pytest.mark.parametrize("chart", sorted(JOBS))
+def test_training_ports_admit_only_the_release(
+    chart: str, real_run: Any, embedded_cluster: ClusterHandle, record_property: Callable[[str, object], None]
+) -> None:
+    job = JOBS[chart]
+    release = f"np-{chart.split('-')[0][:5]}"
+    own = {"app.kubernetes.io/name": chart, "app.kubernetes.io/instance": release}
+    outside = f"np-out-{uuid.uuid4().hex[:6]}"
+    netns = RealNode(embedded_cluster.state_dir, embedded_cluster.name).netns
+    rows: list[tuple[str, str, str, str]] = []  # (policy, source, target, result)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def start_probe_pods(namespace: str) -> None:
+        embedded_cluster.create_namespace(outside, "restricted")
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            other = {**own, "app.kubernetes.io/instance": f"{release}-other"}
+            for ns, name, labels in ((namespace, "probe-other-release", other), (outside, "probe-same-labels", own)):
+                body = _probe_pod(embedded_cluster, ns, name, labels)
+                resp = kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body=body)
+                assert resp.status == 201, resp.doc
+
+    def probe_round(policy: str, namespace: str, kube: Kube) -> None:
+        for path in (f"/api/v1/namespaces/{namespace}/pods/probe-other-release",
+                     f"/api/v1/namespaces/{outside}/pods/probe-same-labels"):  # fmt: skip
+            poll(lambda p=path: kube.get(p)["status"].get("phase") == "Running", 120, f"{path} to run", interval=0.5)
+        pods = _pods(kube, namespace, release)
+        targets = {
+            p["metadata"]["name"]: f"{p['status']['podIP']}:{job.port}"
+            for p in pods
+            if _role_index(p)[0] == job.role and (job.indexes is None or _role_index(p)[1] in job.indexes)
+        }
+        source = next(p["metadata"]["name"] for p in pods if _role_index(p) == job.source)
+        want = {"on": {release}, "off": set()}[policy]
+
+        def applied() -> bool:
+            found = netpol.policies_by_pod(netns)
+            return all((found.get((namespace, pod)) or set()) == want for pod in targets)
+
+        poll(applied, 60, f"kube-router to apply {want or 'no policy'} to {sorted(targets)}", interval=0.5)
+        others = [t for name, t in targets.items() if name != source]
+        sources = {
+            "same release": (namespace, source, job.source[0], others),
+            "other release": (namespace, "probe-other-release", "main", list(targets.values())),
+            "other namespace": (outside, "probe-same-labels", "main", list(targets.values())),
+            # the kubelet's probes come from there: node-local traffic is admitted, as on any kube-router node
+            "node": (None, "host", "", list(targets.values())),
+        }
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            results = {
+                name: pool.submit(_probe, embedded_cluster, ns, pod, container, tgts)
+                for name, (ns, pod, container, tgts) in sources.items()
+            }
+            names = {t: n for n, t in targets.items()}
+            for name, future in results.items():
+                for target, outcome in future.result().items():
+                    rows.append((policy, name, f"{names[target]}:{job.port}", outcome))
+
+    def on_line(line: str) -> None:
+        if not done.is_set() and re.search(job.trigger, line):
+            done.set()
+            threading.Thread(target=probes, args=(real_run.namespace,), daemon=True).start()
+
+    finished = threading.Event()
+
+    def probes(namespace: str) -> None:
+        try:
+            with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+                probe_round("on", namespace, kube)
+                off = run_helm(
+                    Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
+                    ["upgrade", release, str(cluster_env.CHARTS / chart), "--reuse-values",
+                     "--set", "networkPolicy.enabled=false"],
+                    120,
+                )  # fmt: skip
+                assert off.returncode == 0, off.stderr
+                probe_round("off", namespace, kube)
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            errors.append(exc)
+        finally:
+            finished.set()
+
+    try:
+        result, _ = real_run(chart, release, *job.helm_args, on_line=on_line, before=start_probe_pods)
+        assert done.is_set(), f"no log line matched {job.trigger!r}"
+        assert finished.wait(120), "the probes did not finish"
+    finally:
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            delete_namespace(kube, outside)
+    table = "\n".join(f"{chart:16} policy {p:3}  {s:15}  {t:24} {o}" for p, s, t, o in sorted(rows))
+    print(table)
+    record_property("probes", table)
+    if errors:
+        raise errors[0]
+    assert result.ok, result.problem
+    outcome = {(p, s): {o for pp, ss, _, o in rows if (pp, ss) == (p, s)} for p, s, _, _ in rows}
+    assert outcome[("on", "same release")] == outcome[("on", "node")] == {"connected"}, table
+    assert outcome[("on", "other release")] <= {"refused", "timeout"}, table
+    assert outcome[("on", "other namespace")] <= {"refused", "timeout"}, table
+    for source in ("same release", "other release", "other namespace", "node"):
+        assert outcome[("off", source)] == {"connected"}, table
