@@ -1,13 +1,16 @@
 """The training charts' NetworkPolicy, enforced for real on the real node (kube-router, dlcharts.cluster.netpol).
 
-One real job per training chart, through the same path as `dlcharts run`. While it runs, three sources connect
-to its training ports (the pods' IPs), each probe a TCP connect with a bound:
+One real job per training chart, through the same path as `dlcharts run` (the chart's own wiring, run as the
+chart's `script`, or for MPI its program value): its ranks all-reduce through the framework's collective (gloo,
+TensorFlow's gRPC collectives, ps-lite, Open MPI) until the test's probes are done. While it runs, four sources
+connect to its training ports (the pods' IPs), each probe a TCP connect with a bound:
 
 - ``same release``: from a pod of the release itself (kubectl exec into it);
 - ``other release``: from a pod of another release of the same chart in the same namespace;
-- ``other namespace``: from a pod in another namespace carrying the release's very labels.
+- ``other namespace``: from a pod in another namespace carrying the release's very labels;
+- ``node``: from the host, the node's address (where the kubelet's probes come from).
 
-With the chart's policy (the default) the release's own pod connects and the other two are refused; then
+With the chart's policy (the default) the release's own pod and the node connect and the other two are refused; then
 ``helm upgrade --reuse-values --set networkPolicy.enabled=false`` removes it, and the same outside probes connect
 (so the refusals were the policy's doing, and the test can fail), as does the release's pod again (the ports were
 listening all along). The job completes either way. Before each round the test waits until kube-router's rules
@@ -25,11 +28,11 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cluster_env
 import pytest
-from test_real_frameworks import mpi4py_command
 from test_real_node import real_pod_spec
 
 from dlcharts.cluster import ClusterHandle, netpol, poll
@@ -62,40 +65,103 @@ with concurrent.futures.ThreadPoolExecutor(16) as pool:
 """.strip()
 
 
+# The job every chart runs: its ranks all-reduce (their rank + the step) and a flag every half second, through the
+# framework's own collective, until the flag is up: /tmp/probed exists in a rank's pod (the test creates it when its
+# probes are done). So the job lasts as long as the probes need, whatever the load, and ends cleanly (at most 600
+# steps: then it fails). Each framework's part defines RANK and allreduce(a, b) -> the two sums over the ranks.
+LOOP = """
+step = 0
+while True:
+    step += 1
+    total, done = allreduce(RANK + step, float(os.path.exists("/tmp/probed")))
+    if RANK == 0:
+        print(f"allreduce: step {step} sum {total:g}", flush=True)
+    if done:
+        break
+    if step == 600:
+        sys.exit("allreduce: /tmp/probed never appeared")
+    time.sleep(0.5)
+print(f"allreduce: rank {RANK} done after {step} steps", flush=True)
+"""
+TORCH = """
+import os, sys, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+RANK = dist.get_rank()
+def allreduce(a, b):
+    t = torch.tensor([a, b], dtype=torch.float64)
+    dist.all_reduce(t)
+    return t[0].item(), t[1].item()
+"""
+TENSORFLOW = """
+import os, sys, time
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+RANK = strategy.cluster_resolver.task_id
+@tf.function(input_signature=[tf.TensorSpec([2], tf.float64)])
+def _sum(x):
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(tf.identity, args=(x,)), axis=None)
+def allreduce(a, b):
+    a, b = _sum(tf.constant([a, b], tf.float64)).numpy()
+    return float(a), float(b)
+"""
+MXNET = """
+import os, sys, time
+import mxnet as mx  # the scheduler and the servers serve ps-lite from here until the workers are done
+kv = mx.kv.create("dist_sync")
+RANK = kv.rank
+kv.init(0, mx.nd.zeros(2))
+out = mx.nd.zeros(2)
+def allreduce(a, b):
+    kv.push(0, mx.nd.array([a, b]))
+    kv.pull(0, out=out)
+    a, b = out.asnumpy()
+    return float(a), float(b)
+"""
+MPI4PY = """
+import os, sys, time
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+RANK = c.rank
+def allreduce(a, b):
+    return c.allreduce(a), c.allreduce(b)
+"""
+
+
 @dataclasses.dataclass(frozen=True)
 class Job:
-    helm_args: list[str]  # a job that runs a while after its trigger
-    trigger: str  # a log line after which the training ports listen
+    program: str  # the framework's part of the job, before LOOP
+    values: list[str]  # helm arguments; the program goes in `script`, or, for MPI, in this program value
     role: str  # the pods that listen on `port`: this role's, those of `indexes` (None: all)
     indexes: list[int] | None
     port: int
     source: tuple[str, int]  # the release's own probe runs in this role's pod of this index
+    ranks: str = "worker"  # the role whose pods run the ranks (where /tmp/probed goes)
+    mpi_command: str = ""
 
 
 JOBS = {
-    "tensorflow-dist": Job(  # every worker's gRPC server
-        ["--set", "worker=2", "--set", "benchmark.steps=400"], r"bench_tf: step \d+/400", "worker", None, 2222,
-        ("worker", 0),
-    ),
-    "pytorch-dist": Job(  # the c10d TCPStore on worker 0
-        ["--set", "worker=2", "--set", "benchmark.steps=600"], r"bench_ddp: step \d+/600", "worker", [0], 29500,
-        ("worker", 1),
-    ),
-    "mxnet-dist": Job(  # the ps-lite scheduler
-        ["--set", "worker=1", "--set", "server=1", "--set", "benchmark.steps=400"], r"bench_mx: step \d+/400",
-        "scheduler", [0], 9091, ("worker", 0),
-    ),
-    "horovod-mpi": Job(  # every worker's sshd, which mpirun reaches from the launcher
-        ["--set", "worker=2", "--set", "horovod.launcher=mpirun", "--set-json",
-         f"horovod.command={mpi4py_command(60, 0.5)}"],
-        r"mpi4py: step 1/60", "worker", None, 2222, ("launcher", 0),
-    ),
-    "cntk-dist": Job(
-        ["--set", "worker=2", "--set", "cntk.activate=", "--set-json",
-         f"cntk.python.command={mpi4py_command(60, 0.5)}"],
-        r"mpi4py: step 1/60", "worker", None, 2222, ("launcher", 0),
-    ),
+    # every worker's gRPC server
+    "tensorflow-dist": Job(TENSORFLOW, ["--set", "worker=2"], "worker", None, 2222, ("worker", 0)),
+    # the c10d TCPStore on worker 0
+    "pytorch-dist": Job(TORCH, ["--set", "worker=2"], "worker", [0], 29500, ("worker", 1)),
+    # the ps-lite scheduler
+    "mxnet-dist": Job(MXNET, ["--set", "worker=2", "--set", "server=1"], "scheduler", [0], 9091, ("worker", 0)),
+    # every worker's sshd, which mpirun reaches from the launcher
+    "horovod-mpi": Job(MPI4PY, ["--set", "worker=2", "--set", "horovod.launcher=mpirun"], "worker", None, 2222,
+                       ("launcher", 0), mpi_command="horovod.command"),
+    "cntk-dist": Job(MPI4PY, ["--set", "worker=2", "--set", "cntk.activate="], "worker", None, 2222, ("launcher", 0),
+                     mpi_command="cntk.python.command"),
 }  # fmt: skip
+TRIGGER = re.compile(r"allreduce: step 1 sum")
+
+
+def _helm_args(job: Job, tmp_path: Path) -> list[str]:
+    program = job.program.strip() + "\n" + LOOP.strip() + "\n"
+    if job.mpi_command:
+        return [*job.values, "--set-json", f"{job.mpi_command}={json.dumps(['python3', '-c', program])}"]
+    (tmp_path / "job.py").write_text(program)
+    return [*job.values, "--set-file", f"script={tmp_path / 'job.py'}"]
 
 
 def _pods(kube: Kube, namespace: str, release: str) -> list[dict[str, Any]]:
@@ -134,7 +200,11 @@ def _probe_pod(cluster: ClusterHandle, namespace: str, name: str, labels: dict[s
 
 @pytest.mark.parametrize("chart", sorted(JOBS))
 def test_training_ports_admit_only_the_release(
-    chart: str, real_run: Any, embedded_cluster: ClusterHandle, record_property: Callable[[str, object], None]
+    chart: str,
+    real_run: Any,
+    embedded_cluster: ClusterHandle,
+    record_property: Callable[[str, object], None],
+    tmp_path: Path,
 ) -> None:
     job = JOBS[chart]
     release = f"np-{chart.split('-')[0][:5]}"
@@ -191,15 +261,15 @@ def test_training_ports_admit_only_the_release(
                     rows.append((policy, name, f"{names[target]}:{job.port}", outcome))
 
     def on_line(line: str) -> None:
-        if not done.is_set() and re.search(job.trigger, line):
+        if not done.is_set() and TRIGGER.search(line):
             done.set()
             threading.Thread(target=probes, args=(real_run.namespace,), daemon=True).start()
 
     finished = threading.Event()
 
     def probes(namespace: str) -> None:
-        try:
-            with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            try:
                 probe_round("on", namespace, kube)
                 off = run_helm(
                     Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
@@ -209,14 +279,18 @@ def test_training_ports_admit_only_the_release(
                 )  # fmt: skip
                 assert off.returncode == 0, off.stderr
                 probe_round("off", namespace, kube)
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            errors.append(exc)
-        finally:
-            finished.set()
+            except BaseException as exc:  # reported by the test, not lost in the thread
+                errors.append(exc)
+            finally:  # the job may end now
+                for pod in _pods(kube, namespace, release):
+                    if _role_index(pod)[0] == job.ranks:
+                        touch = ["exec", "-n", namespace, pod["metadata"]["name"], "-c", job.ranks, "--"]
+                        cluster_env.kubectl(embedded_cluster.kubeconfig, *touch, "touch", "/tmp/probed")
+                finished.set()
 
     try:
-        result, _ = real_run(chart, release, *job.helm_args, on_line=on_line, before=start_probe_pods)
-        assert done.is_set(), f"no log line matched {job.trigger!r}"
+        result, _ = real_run(chart, release, *_helm_args(job, tmp_path), on_line=on_line, before=start_probe_pods)
+        assert done.is_set(), f"no log line matched {TRIGGER.pattern!r}"
         assert finished.wait(120), "the probes did not finish"
     finally:
         with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
