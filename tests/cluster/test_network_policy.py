@@ -15,7 +15,7 @@ With the chart's policy (the default) the release's own pod and the node connect
 (so the refusals were the policy's doing, and the test can fail), as does the release's pod again (the ports were
 listening all along). The job completes either way. Before each round the test waits until kube-router's rules
 on the node show the policy applied to (or gone from) every target pod. Each test prints its table and records
-it in the JUnit report (property ``probes``).
+it in the JUnit report (the test suite's property ``probes <chart>``).
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def test_training_ports_admit_only_the_release(
     chart: str,
     real_run: Any,
     embedded_cluster: ClusterHandle,
-    record_property: Callable[[str, object], None],
+    record_testsuite_property: Callable[[str, object], None],
     tmp_path: Path,
 ) -> None:
     job = JOBS[chart]
@@ -297,7 +297,7 @@ def test_training_ports_admit_only_the_release(
             delete_namespace(kube, outside)
     table = "\n".join(f"{chart:16} policy {p:3}  {s:15}  {t:24} {o}" for p, s, t, o in sorted(rows))
     print(table)
-    record_property("probes", table)
+    record_testsuite_property(f"probes {chart}", table)
     if errors:
         raise errors[0]
     assert result.ok, result.problem
