@@ -82,11 +82,16 @@ while True:
         sys.exit("allreduce: /tmp/probed never appeared")
     time.sleep(0.5)
 print(f"allreduce: rank {RANK} done after {step} steps", flush=True)
+globals().get("finish", sys.exit)()
 """
 TORCH = """
 import os, sys, time
 import torch, torch.distributed as dist
 dist.init_process_group("gloo")
+def finish():  # together, then out at once: tearing gloo down at exit can abort or hang this torch build
+    dist.barrier()
+    sys.stdout.flush()
+    os._exit(0)
 RANK = dist.get_rank()
 def allreduce(a, b):
     t = torch.tensor([a, b], dtype=torch.float64)
