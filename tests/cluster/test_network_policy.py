@@ -44,7 +44,9 @@ from dlcharts.install.releases import run_helm
 
 pytestmark = pytest.mark.cluster
 
-CONNECT_TIMEOUT = 3.0  # seconds; a refused connection returns at once (kube-router REJECTs)
+# seconds. kube-router REJECTs a denied SYN, but its ICMP answer has no route out of the node's namespace (no
+# address there on the pods' bridge), so a denied probe ends here as "timeout" (a port nobody listens on: "refused").
+CONNECT_TIMEOUT = 3.0
 
 # Run by python3 in a source pod (every image here has it): connect to each host:port given, all at once.
 PROBE = """
