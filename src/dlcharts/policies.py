@@ -398,6 +398,95 @@ def _host_access(objects: list[K8sObject]) -> Iterator[Finding]:
                         )  # noqa: E501
 
 
+def _ingress_policies(objects: list[K8sObject], labels: dict[str, str], namespace: Any) -> list[K8sObject]:
+    """The release's NetworkPolicies that govern ingress to pods labelled ``labels`` in ``namespace`` (an
+    object without a namespace is in the release's, so only two different explicit namespaces differ)."""
+    found = []
+    for policy in objects:
+        spec = policy.body.get("spec") or {}
+        types = spec.get("policyTypes") or ["Ingress"]  # the API server's default always includes Ingress
+        own = (policy.body.get("metadata") or {}).get("namespace")
+        if (
+            policy.kind == "NetworkPolicy"
+            and (own is None or namespace is None or own == namespace)
+            and "Ingress" in types
+            and _selector_matches(spec.get("podSelector") or {}, labels)
+        ):
+            found.append(policy)
+    return found
+
+
+def _rule_admits_port(rule: dict[str, Any], port: dict[str, Any]) -> bool:
+    """Whether an ingress rule's ``ports`` include a container port (no ``ports`` = every port)."""
+    if not rule.get("ports"):
+        return True
+    for allowed in rule["ports"]:
+        if (allowed.get("protocol") or "TCP") != (port.get("protocol") or "TCP"):
+            continue
+        number = allowed.get("port")
+        if number is None or number == port.get("name"):
+            return True
+        if isinstance(number, int) and number <= int(port.get("containerPort") or 0) <= (
+            allowed.get("endPort") or number
+        ):
+            return True
+    return False
+
+
+@check("network-policy")
+def _network_policy(objects: list[K8sObject]) -> Iterator[Finding]:
+    """Pods that listen (a containerPort, or selected by a Service of the release) must be selected by an
+    ingress NetworkPolicy of the release; without one, every pod in the cluster can connect to them. A policy
+    rule that admits every source (no ``from``) to a declared port opens it again."""
+    services = [
+        svc
+        for svc in objects
+        if svc.kind == "Service"
+        and (svc.body.get("spec") or {}).get("selector")
+        and (svc.body.get("spec") or {}).get("ports")
+    ]
+    for obj in objects:
+        namespace = (obj.body.get("metadata") or {}).get("namespace")
+        for pod in pod_specs(obj):
+            ports = [(path, p) for path, c in containers(pod) for p in c.get("ports") or []]
+            exposed_by = [  # a hook (a helm test pod) carries the release's labels but serves nothing
+                svc.ref()
+                for svc in services
+                if not obj.is_hook and _selector_matches({"matchLabels": svc.body["spec"]["selector"]}, pod.labels)
+            ]
+            if not ports and not exposed_by:
+                continue
+            listens = ", ".join(
+                [f"port {p.get('containerPort')}" + (f" ({p['name']})" if p.get("name") else "") for _, p in ports]
+                + exposed_by
+            )
+            if pod.spec.get("hostNetwork"):
+                msg = (
+                    f"its pods listen ({listens}) on the node's network (hostNetwork), where no NetworkPolicy "
+                    "applies; any pod and host that reaches the node can connect (exempt it with the reason)"
+                )
+                yield _finding(obj, [*pod.path, "hostNetwork"], msg, "network-policy")
+                continue
+            policies = _ingress_policies(objects, pod.labels, namespace)
+            if not policies:
+                msg = (
+                    f"its pods listen ({listens}) but no NetworkPolicy of the release selects them, so every pod "
+                    "in the cluster can connect; add one that admits only the peers that need them (the training "
+                    "charts: networkPolicy.enabled), or exempt it with the reason"
+                )
+                yield _finding(obj, [*pod.path[:-1], "metadata", "labels"], msg, "network-policy")
+                continue
+            for path, port in ports:
+                for policy in policies:
+                    for i, rule in enumerate((policy.body.get("spec") or {}).get("ingress") or []):
+                        if not rule.get("from") and _rule_admits_port(rule, port):
+                            msg = (
+                                f"port {port.get('containerPort')} is open to every source: {policy.ref()} "
+                                f"spec.ingress[{i}] has no `from`; name the peers that need it"
+                            )
+                            yield _finding(obj, path, msg, "network-policy")
+
+
 @dataclasses.dataclass(frozen=True)
 class Exemption:
     chart: str

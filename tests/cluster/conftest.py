@@ -10,12 +10,16 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from dlcharts import run
 from dlcharts.cluster import ClusterConfig, ClusterHandle, EmbeddedCluster
+from dlcharts.helm import find_helm
+from dlcharts.install import Kube, Release
+from dlcharts.install.namespaces import delete_namespace
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +42,59 @@ def namespace(embedded_cluster: ClusterHandle) -> Iterator[str]:
     embedded_cluster.create_namespace(name, "restricted")
     yield name
     embedded_cluster.delete_namespace(name, wait=False)
+
+
+# ----- real jobs on the real node (test_real_frameworks.py, test_network_policy.py) ---------------------------
+
+
+@pytest.fixture
+def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
+    """``real_run(chart, release, *helm_args, on_line=, before=)`` -> (RunResult, log text): one job in a fresh
+    namespace, deleted at the end; ``before(namespace)`` runs before the install, ``on_line`` on each log line."""
+    images = embedded_cluster.images
+    assert images is not None, "the session's cluster was started without its real node"
+    namespaces: list[str] = []
+
+    def go(
+        chart: str,
+        release: str,
+        *helm_args: str,
+        on_line: Callable[[str], None] | None = None,
+        before: Callable[[str], None] | None = None,
+    ) -> tuple[run.RunResult, str]:
+        path = run.ROOT / "charts" / chart
+        namespace = f"{release}-{uuid.uuid4().hex[:6]}"
+        embedded_cluster.create_namespace(namespace, run.pod_security_level(path))
+        namespaces.append(namespace)
+        go.namespace = namespace  # type: ignore[attr-defined]
+        if before is not None:  # given the namespace, before the release is installed
+            before(namespace)
+        lines: list[str] = []
+
+        def write(line: str) -> None:
+            lines.append(line)
+            if on_line is not None:
+                on_line(line)
+
+        run.push_images(chart, images.registry, lines.append)
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            result = run.run_job(
+                kube,
+                Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
+                path,
+                run.cpu_values(chart, images.registry),
+                helm_args,
+                timeout=600,
+                write=write,
+            )
+        log = "\n".join(lines)
+        print(log, run.summary(result), result.problem, sep="\n")  # in the report when an assertion fails
+        return result, log
+
+    yield go
+    with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+        for namespace in namespaces:
+            delete_namespace(kube, namespace)
 
 
 # ----- the chart tier (test_charts.py, test_behaviour.py) ---------------------------------------------------

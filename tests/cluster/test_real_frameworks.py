@@ -18,62 +18,16 @@ from __future__ import annotations
 import re
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from dlcharts import run
 from dlcharts.cluster import ClusterHandle
-from dlcharts.helm import find_helm
-from dlcharts.install import Kube, Release
-from dlcharts.install.namespaces import delete_namespace
+from dlcharts.install import Kube
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
-    """``real_run(chart, release, *helm_args)`` -> (RunResult, log text): one job in a fresh namespace."""
-    images = embedded_cluster.images
-    assert images is not None, "the session's cluster was started without its real node"
-    namespaces: list[str] = []
-
-    def go(
-        chart: str, release: str, *helm_args: str, on_line: Callable[[str], None] | None = None
-    ) -> tuple[run.RunResult, str]:
-        path = run.ROOT / "charts" / chart
-        namespace = f"{release}-{uuid.uuid4().hex[:6]}"
-        embedded_cluster.create_namespace(namespace, run.pod_security_level(path))
-        namespaces.append(namespace)
-        go.namespace = namespace  # type: ignore[attr-defined]
-        lines: list[str] = []
-
-        def write(line: str) -> None:
-            lines.append(line)
-            if on_line is not None:
-                on_line(line)
-
-        run.push_images(chart, images.registry, lines.append)
-        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-            result = run.run_job(
-                kube,
-                Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
-                path,
-                run.cpu_values(chart, images.registry),
-                helm_args,
-                timeout=600,
-                write=write,
-            )
-        log = "\n".join(lines)
-        print(log, run.summary(result), result.problem, sep="\n")  # in the report when an assertion fails
-        return result, log
-
-    yield go
-    with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-        for namespace in namespaces:
-            delete_namespace(kube, namespace)
 
 
 def delete_pod_on_line(

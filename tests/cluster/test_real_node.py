@@ -19,7 +19,7 @@ import cluster_env
 import pytest
 from kubernetes import client
 
-from dlcharts.cluster import ClusterHandle, cache_dir, node, node_registry, poll, procs
+from dlcharts.cluster import ClusterHandle, cache_dir, netpol, node, node_registry, poll, procs
 
 pytestmark = pytest.mark.cluster
 
@@ -225,7 +225,7 @@ def test_real_node_listens_on_loopback_and_its_bridge_only(embedded_cluster: Clu
     from test_embedded import _listening_addresses
 
     pids = embedded_cluster.node_pids()
-    assert set(pids) == {"containerd", "kubelet", "coredns"}
+    assert set(pids) == {"containerd", "kubelet", "coredns", "kube-router"}
     assert embedded_cluster.real_node is not None
     allowed = ("127.", "[::1]", embedded_cluster.real_node["ip"] + ":")
     listening = _listening_addresses(set(pids.values()))
@@ -242,6 +242,7 @@ def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict
     network = subnet.rsplit(".", 1)[0] + "."
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+    ipsets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True, check=True).stdout
     procs_left = [
         f"{pid} {' '.join(argv)}"
         for pid in procs.all_pids()
@@ -252,6 +253,8 @@ def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict
         "mounts": [m for m in node.mount_points() if m.startswith(prefix)],
         "links": [ln for ln in links.splitlines() if bridge in ln],
         "iptables": [r for r in rules.splitlines() if bridge in r or network in r],
+        # kube-router's chains and sets live in the node's network namespace, never in the host's
+        "host netpol": [r for r in [*rules.splitlines(), *ipsets.splitlines()] if "KUBE-" in r],
         "cgroups": [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{cgroup}")],
     }
 
@@ -289,12 +292,17 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
         assert kubectl(handle, "apply", "-f", str(tmp_path / "pod.json")).returncode == 0
         assert kubectl(handle, "wait", "--for=condition=Ready", "pod/idle", "--timeout=120s").returncode == 0
         before = _host_traces(cluster.state_dir, state["bridge"], state["subnet"], f"dlcharts-{name}")
-        assert before["mounts"] and before["processes"] and len(before["links"]) >= 2, before  # bridge + veth
+        assert before["mounts"] and before["processes"] and before["links"], before  # the node's end of the veth
+        assert before["host netpol"] == [], before
+        pods_netns = node.RealNode(cluster.state_dir, name).netns
+        assert str(pods_netns) in before["mounts"]
+        # kube-router's chains, and the pod's, are in the namespace (it syncs the pod soon after its IP is known)
+        poll(lambda: ("default", "idle") in netpol.policies_by_pod(pods_netns), 60, "kube-router to firewall pod idle")
     finally:
         down = subprocess.run([*cli, "down", "--name", name], capture_output=True, text=True, env=env, timeout=300)
     assert down.returncode == 0, down.stdout + down.stderr
     after = _host_traces(cluster.state_dir, state["bridge"], state["subnet"], f"dlcharts-{name}")
-    assert after == {"processes": [], "mounts": [], "links": [], "iptables": [], "cgroups": []}
+    assert after == {"processes": [], "mounts": [], "links": [], "iptables": [], "host netpol": [], "cgroups": []}
     assert [p for p in pids.values() if procs.alive(p)] == []
     assert reg.pid is not None and not procs.alive(reg.pid)  # the cluster's registry is stopped with it
     assert not node_registry.registry_for(name, cache_dir()).status().running

@@ -264,3 +264,19 @@ def test_the_parameter_table_shows_real_defaults():
             default = default[int(key)] if isinstance(default, list) else default[key]
         if shown in ("{}", "[]"):
             assert default in ({}, []), f"{name}: the table shows {shown}, the default is {default!r}"
+
+
+def test_the_dcgm_exporter_policy_stays_closed_until_metrics_from_names_a_scraper(render, find_problems):
+    rendered = render(CHARTS / "gpu-device-plugin", set=["dcgmExporter.enabled=true"])
+    (policy,) = rendered.of_kind("NetworkPolicy")
+    assert policy.body["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "dcgm-exporter"
+    assert policy.body["spec"]["ingress"] == []
+    prometheus = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    values = {"dcgmExporter": {"enabled": True}, "networkPolicy": {"metricsFrom": prometheus}}
+    opened = render(CHARTS / "gpu-device-plugin", values=values).of_kind("NetworkPolicy")[0]
+    assert opened.body["spec"]["ingress"] == [{"from": prometheus, "ports": [{"port": 9400, "protocol": "TCP"}]}]
+    # only the exporter listens: without it there is nothing to cover; turned off, the check says so
+    assert render(CHARTS / "gpu-device-plugin").of_kind("NetworkPolicy") == []
+    off = render(CHARTS / "gpu-device-plugin", set=["dcgmExporter.enabled=true", "networkPolicy.enabled=false"])
+    caught = {f.object for f in find_problems(off) if f.check == "network-policy"}
+    assert caught == {"DaemonSet/release-dcgm-exporter"}

@@ -10,6 +10,7 @@ import pytest
 
 from dlcharts.errors import RenderError
 from dlcharts.podenv import container_env, main_container, start_container
+from dlcharts.policies import pod_specs
 from dlcharts.suite import all_scenarios
 
 from ..conftest import CHARTS
@@ -46,6 +47,33 @@ def test_objects_do_not_grow_with_the_worker_count(chart, render):
     large = render(CHARTS / chart, set=["worker=256"])
     assert small.kinds_and_names() == large.kinds_and_names()
     assert large.get("Job", "release-worker").body["spec"]["completions"] == 256
+
+
+SCRAPER = {
+    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+    "ports": [{"port": 9090}],
+}
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_one_network_policy_admits_only_the_release_and_turning_it_off_is_caught(chart, render, find_problems):
+    rendered = render(CHARTS / chart, set=["worker=3"], release="job-a")
+    (policy,) = rendered.of_kind("NetworkPolicy")
+    release = {"app.kubernetes.io/name": chart, "app.kubernetes.io/instance": "job-a"}
+    assert policy.body["spec"] == {
+        "podSelector": {"matchLabels": release},
+        "policyTypes": ["Ingress"],  # egress (DNS, the API server, storage) is left alone
+        "ingress": [{"from": [{"podSelector": {"matchLabels": release}}]}],
+    }
+    # every pod of the release, the helm test hook included, is selected and admitted
+    pods = [pod for obj in rendered for pod in pod_specs(obj)]
+    assert pods and all(release.items() <= pod.labels.items() for pod in pods)
+    extra = render(CHARTS / chart, values={"networkPolicy": {"extraIngress": [SCRAPER]}}, release="job-a")
+    assert extra.of_kind("NetworkPolicy")[0].body["spec"]["ingress"][1:] == [SCRAPER]
+    off = render(CHARTS / chart, set=["networkPolicy.enabled=false"])
+    assert off.of_kind("NetworkPolicy") == []
+    caught = {f.object for f in find_problems(off) if f.check == "network-policy"}
+    assert caught == {job.ref() for job in off.of_kind("Job")}
 
 
 def pod_template_sizes(rendered):
@@ -89,6 +117,7 @@ def test_pod_templates_do_not_grow_with_the_worker_count(scenario, render):
         ("defaults.image.repository=", "repository"),
         ("defaults.image.tag=", "tag"),
         ("defaults.gpu.count=0.5", "gpu.count"),
+        ("kueue.queueName=:", "queueName"),  # a label value, as the Job's queue-name label
     ],
 )
 def test_bad_input_is_refused_naming_the_value(chart, setting, expected, render):
@@ -98,6 +127,17 @@ def test_bad_input_is_refused_naming_the_value(chart, setting, expected, render)
     assert expected in stderr, stderr
     for marker in ("nil pointer", "panic", "can't evaluate"):
         assert marker not in stderr
+
+
+def test_names_yaml_reads_as_numbers_stay_strings(render):
+    gang = {"scheduler": "volcano", "schedulerName": "1", "queue": "2", "priorityClassName": "3"}
+    values = {"defaults": {"priorityClassName": "0"}, "gang": gang}
+    rendered = render(CHARTS / "mxnet-dist", values=values)
+    for job in rendered.of_kind("Job"):
+        spec = job.body["spec"]["template"]["spec"]
+        assert (spec["priorityClassName"], spec["schedulerName"]) == ("0", "1"), job.ref()
+    (group,) = rendered.of_kind("PodGroup")
+    assert (group.body["spec"]["queue"], group.body["spec"]["priorityClassName"]) == ("2", "3")
 
 
 @pytest.mark.parametrize("chart", TRAINING)

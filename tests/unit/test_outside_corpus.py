@@ -142,3 +142,19 @@ def test_the_pytest_plugin_runs_over_the_corpus_too(corpus):
     assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout + proc.stderr
     proc = run_pytest_in(corpus)
     assert proc.returncode == 1 and "no schema for gateway.networking.k8s.io/v1 HTTPRoute" in proc.stdout, proc.stdout
+
+
+def test_a_listening_workload_without_a_network_policy_is_caught(corpus, capsys):
+    """The webapp ships a NetworkPolicy that admits only its ingress controller; the operator's authenticated
+    metrics endpoint is exempted with its reason. Without either decision the check names the workload."""
+    webapp = str(corpus / "charts" / "webapp")
+    assert _validate(capsys, webapp)[0] == 0
+    code, out, _ = _validate(capsys, webapp, "--set", "networkPolicy.enabled=false")
+    assert code == 1, out
+    assert "Deployment/release-webapp @ spec.template.metadata.labels: its pods listen (port 8080 (http)," in out
+    assert "no NetworkPolicy of the release selects them" in out and "[network-policy]" in out
+    exemptions = corpus / "policy-exemptions.yaml"
+    exemptions.write_text(exemptions.read_text().split("widget-operator:")[0])
+    code, out, _ = _validate(capsys, *_all(corpus))
+    assert code == 1 and "Deployment/release-controller-manager @ spec.template.metadata.labels" in out, out
+    assert "its pods listen (Service/release-controller-manager-metrics)" in out

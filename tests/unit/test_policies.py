@@ -74,6 +74,7 @@ CASES = {
     "service-selects": lambda ds: ds["spec"]["template"]["metadata"]["labels"].update(
         {"app.kubernetes.io/instance": "other"}
     ),
+    "network-policy": lambda ds: container(ds).update(ports=[{"name": "grpc", "containerPort": 2222}]),
 }
 
 
@@ -249,3 +250,69 @@ def test_a_selector_on_stable_labels_of_the_authors_choosing_is_fine():
             labels.update({"control-plane": "controller-manager", "app": "agent"})
 
     assert [f for f in run_policies(mutate(kubebuilder)) if f.check == "selector-labels"] == []
+
+
+LISTENS = CASES["network-policy"]
+
+
+def policy(spec: dict, name: str = "r") -> str:
+    doc = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name}, "spec": spec}
+    return "---\n# Source: c/templates/np.yaml\n" + yaml.safe_dump(doc)
+
+
+def with_policy(spec: dict, change=LISTENS):
+    return [*mutate(change), *objects(policy(spec))]
+
+
+RELEASE = {"matchLabels": {"app.kubernetes.io/name": "c", "app.kubernetes.io/instance": "r"}}
+FROM_RELEASE = [{"from": [{"podSelector": RELEASE}]}]
+
+
+def network_findings(objs):
+    return [f.message for f in run_policies(objs, checks=["network-policy"])]
+
+
+def test_a_listening_pod_needs_an_ingress_network_policy_of_its_release():
+    (message,) = network_findings(mutate(LISTENS))
+    assert "port 2222 (grpc)" in message and "no NetworkPolicy of the release selects them" in message
+    assert network_findings(with_policy({"podSelector": RELEASE, "ingress": FROM_RELEASE})) == []
+    assert network_findings(with_policy({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []})) == []
+    # selecting other pods, or governing only egress, leaves the port open
+    other = {"matchLabels": {"app.kubernetes.io/instance": "other"}}
+    assert network_findings(with_policy({"podSelector": other, "ingress": FROM_RELEASE}))
+    assert network_findings(with_policy({"podSelector": RELEASE, "policyTypes": ["Egress"], "egress": []}))
+
+
+def test_a_rule_without_from_opens_the_port_it_admits_again():
+    spec = {"podSelector": RELEASE, "ingress": [*FROM_RELEASE, {"ports": [{"port": 2222}]}]}
+    (message,) = network_findings(with_policy(spec))
+    assert "port 2222 is open to every source: NetworkPolicy/r spec.ingress[1] has no `from`" in message
+    for elsewhere in ({"port": 9090}, {"port": "metrics"}, {"port": 2222, "protocol": "UDP"}):
+        assert network_findings(with_policy({"podSelector": RELEASE, "ingress": [{"ports": [elsewhere]}]})) == []
+    for same in ({"port": "grpc"}, {"port": 2000, "endPort": 3000}, {"protocol": "TCP"}):
+        assert network_findings(with_policy({"podSelector": RELEASE, "ingress": [{"ports": [same]}]}))
+
+
+def test_pods_behind_a_service_listen_and_a_test_hook_does_not():
+    def served(ds):
+        ds["kind"], ds["apiVersion"] = "Pod", "v1"
+        ds["metadata"]["labels"] = ds["spec"]["template"]["metadata"]["labels"]
+        ds["spec"] = ds["spec"]["template"]["spec"]
+
+    svc = yaml.safe_load(GOOD.split("---\n")[1].split("\n", 1)[1])
+    svc["spec"]["ports"] = [{"name": "grpc", "port": 2222}]
+    text = "---\n# Source: c/templates/svc.yaml\n" + yaml.safe_dump(svc)
+    pod = mutate(served)[1:]
+    (message,) = network_findings([*objects(text), *pod])
+    assert "its pods listen (Service/r-train)" in message
+    pod[0].body["metadata"]["annotations"] = {"helm.sh/hook": "test"}
+    assert network_findings([*objects(text), *pod]) == []
+
+
+def test_no_network_policy_covers_a_host_network_pod():
+    def host(ds):
+        LISTENS(ds)
+        ds["spec"]["template"]["spec"]["hostNetwork"] = True
+
+    (message,) = network_findings(with_policy({"podSelector": RELEASE, "ingress": FROM_RELEASE}, change=host))
+    assert "on the node's network (hostNetwork), where no NetworkPolicy applies" in message

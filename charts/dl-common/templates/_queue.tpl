@@ -93,10 +93,10 @@ spec:
   minMember: {{ include "dl-common.peers.total" . }}
   {{- if eq $type "volcano" }}
   {{- with $g.queue }}
-  queue: {{ . }}
+  queue: {{ . | quote }}
   {{- end }}
   {{- with $g.priorityClassName }}
-  priorityClassName: {{ . }}
+  priorityClassName: {{ . | quote }}
   {{- end }}
   {{- else }}
   {{- with $g.scheduleTimeoutSeconds }}

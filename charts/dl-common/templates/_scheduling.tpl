@@ -31,9 +31,9 @@ topologySpreadConstraints:
   {{- end }}
 {{- end }}
 {{- with $s.priorityClassName }}
-priorityClassName: {{ . }}
+priorityClassName: {{ . | quote }}
 {{- end }}
 {{- with (include "dl-common.queue.schedulerName" (dict "settings" $s "context" .context)) }}
-schedulerName: {{ . }}
+schedulerName: {{ . | quote }}
 {{- end }}
 {{- end -}}

@@ -29,9 +29,10 @@ _COMPONENTS: dict[str, str] = {
     # the real node (dlcharts.cluster.node, dlcharts.cluster.dns)
     "kubelet": "KUBERNETES_VERSION",
     "coredns": "COREDNS_VERSION",
+    "kube-router": "KUBE_ROUTER_VERSION",  # dlcharts.cluster.netpol
 }
 BINARY_NAMES: tuple[str, ...] = tuple(_COMPONENTS)
-REAL_NODE_BINARIES: tuple[str, ...] = ("kubelet", "coredns")
+REAL_NODE_BINARIES: tuple[str, ...] = ("kubelet", "coredns", "kube-router")
 CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in REAL_NODE_BINARIES)
 
 
@@ -57,6 +58,7 @@ KUBERNETES_VERSION = VERSIONS["KUBERNETES_VERSION"]
 KWOK_VERSION = VERSIONS["KWOK_VERSION"]
 ETCD_VERSION = VERSIONS["ETCD_VERSION"]
 COREDNS_VERSION = VERSIONS["COREDNS_VERSION"]
+KUBE_ROUTER_VERSION = VERSIONS["KUBE_ROUTER_VERSION"]
 
 
 def cache_dir() -> Path:

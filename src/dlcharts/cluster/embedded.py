@@ -142,7 +142,7 @@ class ClusterHandle(ClusterAccess):
             ) from None
 
     def node_pids(self) -> dict[str, int]:
-        """The real node's processes: containerd, kubelet, coredns (empty without a real node)."""
+        """The real node's processes: containerd, kubelet, coredns, kube-router (empty without a real node)."""
         return RealNode(self.state_dir, self.name).pids()
 
     def rss_bytes(self) -> dict[str, int]:
@@ -394,7 +394,7 @@ class EmbeddedCluster:
         if not reused:
             return node.start(self.kubeconfig, self.config.start_timeout)
         pids = node.pids()
-        dead = [n for n in ("containerd", "kubelet", "coredns") if n not in pids or not procs.alive(pids[n])]
+        dead = [n for n in ("containerd", "kubelet", "coredns", "kube-router") if not procs.alive(pids.get(n, 0))]
         if not registry_for(self.config.name, self.cache).status().running:
             dead.append("registry")
         if dead:

@@ -9,15 +9,22 @@ Everything it owns lives under ``<cluster>/node/`` (``<cluster>`` is ``$DLCHARTS
     kubelet/                   kubelet --root-dir (pod volumes are mounted here), config, kubeconfig, cert
     pod-logs/                  container logs (kubelet ``podLogsDir``)
     cni/net.d/, cni/ipam/      the CNI network config and host-local's address leases
-    pids/                      containerd.pid, kubelet.pid, coredns.pid
-and logs in ``<cluster>/logs/{containerd,kubelet,coredns}.log`` beside the control plane's.
+    cni/bin/                   the plugins containerd runs: ``bridge`` enters the pods' network namespace first
+    pods.netns                 the pods' network namespace (a mount of its nsfs file)
+    netpol/bin/                kube-router's iptables and ipset, entering that namespace (dlcharts.cluster.netpol)
+    pids/                      containerd.pid, kubelet.pid, coredns.pid, kube-router.pid
+and logs in ``<cluster>/logs/{containerd,kubelet,coredns,kube-router}.log`` beside the control plane's.
 
-Network: a Linux bridge ``dlc-<hash>`` owned by the cluster, with the node's address (the first of
-``ClusterConfig.real_node_cidr``); pods get addresses from the same /24 on veths (CNI ``bridge`` +
-``host-local`` from Debian's containernetworking-plugins). Pods get no default route and the host does no
-forwarding or masquerading for them: they reach each other and the node address (kubelet, CoreDNS), and
-nothing else. No iptables rule is written (kubelet ``makeIPTablesUtilChains: false``, no ``portmap``, no
-kube-proxy: nothing here needs ClusterIP Services; pods find each other through headless Services in DNS).
+Network: the pods live in a network namespace of the node's own (``pods.netns``), on a Linux bridge
+``dlc-<hash>`` there; the host end of a veth pair, also named ``dlc-<hash>``, is the bridge's other port and holds
+the node's address (the first of ``ClusterConfig.real_node_cidr``), where the kubelet and CoreDNS listen. Pods
+get addresses from the same /24 on veths (CNI ``bridge`` + ``host-local`` from Debian's
+containernetworking-plugins, the bridge plugin run inside the namespace). Pods get no default route and nothing
+forwards or masquerades for them: they reach each other and the node address (kubelet, CoreDNS), and nothing
+else. The namespace is there so that NetworkPolicies are enforced on the node by a kube-router of its own, whose
+iptables rules and ipsets are the namespace's alone (:mod:`dlcharts.cluster.netpol` says why). The host's
+iptables are never written (kubelet ``makeIPTablesUtilChains: false``, no ``portmap``, no kube-proxy: nothing here
+needs ClusterIP Services; pods find each other through headless Services in DNS).
 
 Scheduling: the node is labelled ``dlcharts.io/node-type=real`` and tainted
 ``dlcharts.io/node-type=real:NoSchedule``, so only pods that tolerate the taint (and should select the
@@ -30,8 +37,9 @@ and the kubelet pulls ``127.0.0.1:<port>/busybox:1.37.0`` for the pods that name
 once per cluster, since the node's containerd store is deleted with it). ``ClusterHandle.images`` and the
 state file's ``real_node.images`` give the references and digests.
 
-``stop()`` leaves no process (the registry included), mount, veth, bridge, cgroup or pid file behind; it works
-from what is on disk, so it also cleans up after a crash. The registry's storage stays for the next start.
+``stop()`` leaves no process (the registry included), mount, network namespace (with the rules and sets in it),
+veth, bridge, cgroup or pid file behind; it works from what is on disk, so it also cleans up after a crash. The
+registry's storage stays for the next start.
 
 Timings (``dlcharts cluster up`` as root, 2 cores shared with other jobs, binaries built), measured 2026-11-23:
 
@@ -63,7 +71,7 @@ from typing import Any
 import yaml
 
 from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import dns, node_registry, procs
+from dlcharts.cluster import dns, netpol, node_registry, procs
 from dlcharts.errors import ClusterError
 from dlcharts.waiting import poll
 
@@ -81,6 +89,11 @@ HOST_TOOLS = {
     "ctr": "containerd",
     "runc": "runc",
     "ip": "iproute2",
+    "nsenter": "util-linux",
+    "unshare": "util-linux",
+    # kube-router's firewall (dlcharts.cluster.netpol)
+    "iptables": "iptables",
+    "ipset": "ipset",
     "openssl": "openssl",
     "mount": "mount",
     # the helper image is built on the host (dlcharts.images): even a cached build checks their versions
@@ -145,6 +158,11 @@ class RealNode:
         return self.dir / "containerd" / "containerd.sock"
 
     @property
+    def netns(self) -> Path:
+        """The pods' network namespace (a mounted nsfs file)."""
+        return self.dir / "pods.netns"
+
+    @property
     def cgroup_name(self) -> str:
         return f"dlcharts-{self.cluster}"
 
@@ -172,7 +190,7 @@ class RealNode:
             **versions,
         }
         (self.dir / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n")
-        self._bridge_up()
+        self._network_up()
         self._cgroups_up()
         images = node_registry.ensure(self.cluster, self.cache)
         self._write_cni()
@@ -181,6 +199,7 @@ class RealNode:
         dns.start(self.dir, self.logs_dir, self.network.node_ip, kubeconfig, self.cache)
         self._start_kubelet(admin, kubeconfig)
         self._wait_ready(kubeconfig, timeout)
+        netpol.start(self.dir, self.logs_dir, self.netns, NODE_NAME, kubeconfig, self.cache)
         return {
             "name": NODE_NAME,
             "ip": self.network.node_ip,
@@ -203,7 +222,7 @@ class RealNode:
                 f"the real node needs the Debian packages {', '.join(missing)}; install them with "
                 f"`apt-get install {' '.join(missing)}` (or start without it: `dlcharts cluster up --no-real-node`)"
             )
-        for name in ("kubelet", "coredns"):
+        for name in _bin.REAL_NODE_BINARIES:
             if not _bin.binary(name, self.cache).present:
                 raise ClusterError(f"the real node needs {name}; build it with {_bin.build_command()} {name}")
         if len(str(self.socket)) + len(".ttrpc") > _MAX_SOCKET:
@@ -232,13 +251,30 @@ class RealNode:
             "runc": first_line(["runc", "--version"]),
             "kubelet": _bin.KUBERNETES_VERSION,
             "coredns": _bin.COREDNS_VERSION,
+            "kube-router": _bin.KUBE_ROUTER_VERSION,
         }
 
-    def _bridge_up(self) -> None:
-        br, ip = self.network.bridge, self.network.node_ip
+    def _network_up(self) -> None:
+        """The pods' namespace with its bridge, and the veth pair whose host end holds the node address."""
+        br, ip, ns = self.network.bridge, self.network.node_ip, self.netns
         prefix = ipaddress.ip_network(self.network.subnet).prefixlen
-        if _run(["ip", "link", "show", br], check=False).returncode != 0:
-            _run(["ip", "link", "add", br, "type", "bridge"])
+        if _run(["ip", "link", "show", br], check=False).returncode == 0:
+            _run(["ip", "link", "del", br])  # left by a crash, or a bridge of the layout before the namespace
+        if str(ns) in mount_points():
+            _run(["umount", str(ns)])  # a namespace left by a crash: start from a fresh one
+        ns.touch()
+        _run(["unshare", f"--net={ns}", "true"])
+        netpol.in_netns(ns, "ip", "link", "set", "lo", "up")
+        netpol.in_netns(ns, "ip", "link", "add", br, "type", "bridge")
+        _run(["ip", "link", "add", br, "type", "veth", "peer", "name", "node", "netns", str(ns)])
+        netpol.in_netns(ns, "ip", "link", "set", "node", "master", br)
+        for dev in ("node", br):
+            netpol.in_netns(ns, "ip", "link", "set", dev, "up")
+        # bridged pod traffic goes through the namespace's iptables (kube-router's rules), and the node address
+        # is local there too (so kube-router admits the node's own traffic) but answered for only by the host
+        netpol.in_netns(ns, "sh", "-c", "echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables")
+        netpol.in_netns(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/conf/all/arp_ignore")
+        netpol.in_netns(ns, "ip", "addr", "add", f"{ip}/32", "dev", "lo")
         _run(["ip", "addr", "replace", f"{ip}/{prefix}", "dev", br])
         _run(["ip", "link", "set", br, "up"])
 
@@ -260,8 +296,15 @@ class RealNode:
                     (path / name).write_text((mount / name).read_text())
 
     def _write_cni(self) -> None:
-        netd = self.dir / "cni" / "net.d"
+        netd, bindir = self.dir / "cni" / "net.d", self.dir / "cni" / "bin"
         netd.mkdir(parents=True, exist_ok=True)
+        bindir.mkdir(parents=True, exist_ok=True)
+        # the bridge plugin makes each pod's veth in the namespace it runs in and attaches it to the bridge there
+        (bindir / "bridge").write_text(f'#!/bin/sh\nexec nsenter --net={self.netns} {CNI_BIN_DIR / "bridge"} "$@"\n')
+        (bindir / "bridge").chmod(0o755)
+        for plugin in CNI_PLUGINS[1:]:
+            (bindir / plugin).unlink(missing_ok=True)
+            (bindir / plugin).symlink_to(CNI_BIN_DIR / plugin)
         conf = {
             "cniVersion": "0.4.0",
             "name": f"dlcharts-{self.cluster}",
@@ -329,7 +372,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         Root = "{self.dir / "runc"}"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{CNI_BIN_DIR}"
+    bin_dir = "{self.dir / "cni" / "bin"}"
     conf_dir = "{self.dir / "cni" / "net.d"}"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "{root / "certs.d"}"
@@ -473,7 +516,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             with contextlib.suppress(Exception):
                 self._drain(kubeconfig)
         running = self.pids()
-        for name in ("kubelet", "coredns"):
+        for name in ("kubelet", "coredns", "kube-router"):
             if name in running:
                 procs.stop(running[name], name)
         if self.socket.is_socket() and "containerd" in running and procs.alive(running["containerd"]):

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def spawn(name: str, argv: list[str], pid_dir: Path, log: Path, cwd: Path | None = None) -> int:
+def spawn(
+    name: str, argv: list[str], pid_dir: Path, log: Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> int:
     """Start ``argv`` in its own session, stdout and stderr appended to ``log``; record and return its pid."""
     pid_dir.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -20,7 +22,14 @@ def spawn(name: str, argv: list[str], pid_dir: Path, log: Path, cwd: Path | None
         fh.write(f"\n$ {' '.join(argv)}\n".encode())
         fh.flush()
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, cwd=cwd, start_new_session=True, close_fds=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=fh,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
         )
     (pid_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
     return proc.pid
