@@ -608,7 +608,8 @@ def cost_section() -> list[str]:
             f"| {label} | {r['workers']:,} ({r.get('pods', r['workers']):,}) | {data['nodes']:,} "
             f"| {_f(t.get('helm_install'), 2)} | {_f(t.get('created'))} | {_f(t.get('bound'))} | **{running}** "
             f"| **{sum(rss.values()) / MiB:,.0f}** | {rss.get('kube-apiserver', 0) / MiB:,.0f} / "
-            f"{rss.get('etcd', 0) / MiB:,.0f} | {cpu_cell} | {big.get('kind', '?')} {big.get('bytes', 0) / 1024:,.1f} KiB "
+            f"{rss.get('etcd', 0) / MiB:,.0f} | {cpu_cell} "
+            f"| {big.get('kind', '?')} {big.get('bytes', 0) / 1024:,.1f} KiB "
             f"| {r['load_before']['1m']:.2f} |"
         )
     return out
