@@ -22,7 +22,7 @@ import datetime
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,13 +147,15 @@ def _time(text: str) -> datetime.datetime:
 
 class LogStream:
     """Follows the log of every container of a release's pods once it has started (init containers too),
-    from its first line, and writes each line as ``[pod/container] line``. A retried pod is a new pod."""
+    from its first line, and writes each line as ``[pod/container] line``. A retried pod is a new pod.
+    ``seen`` keeps the last state of every pod it saw, so that a pod deleted before the end still counts."""
 
     def __init__(self, kubeconfig: Path, namespace: str, release: str, write: Write) -> None:
         self._kubeconfig, self._namespace, self._release, self._write = kubeconfig, namespace, release, write
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._followed: set[tuple[str, str]] = set()
+        self.seen: dict[str, dict[str, Any]] = {}
         self._followers: list[threading.Thread] = []
         self._watcher = threading.Thread(target=self._watch, name="log-watcher", daemon=True)
 
@@ -189,6 +191,7 @@ class LogStream:
                     for pod in kube.items(
                         f"/api/v1/namespaces/{self._namespace}/pods", label_selector=f"{INSTANCE_LABEL}={self._release}"
                     ):
+                        self.seen[pod["metadata"]["name"]] = pod
                         status = pod.get("status") or {}
                         for container in (status.get("initContainerStatuses") or []) + (
                             status.get("containerStatuses") or []
@@ -222,9 +225,23 @@ class LogStream:
             self._emit(prefix, f"(log not readable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
 
 
-def _pods(kube: Kube, namespace: str, release: str) -> list[PodOutcome]:
+#: the phase shown for a pod that was deleted before the run ended: a Job whose success policy is met (e.g.
+#: tensorflow-dist's worker 0) deletes its other pods that have not ended yet, including those whose main
+#: container has just exited
+DELETED = "Deleted"
+
+
+def _pods(
+    kube: Kube, namespace: str, release: str, seen: Mapping[str, dict[str, Any]] | None = None
+) -> list[PodOutcome]:
+    """The release's pods, and those of ``seen`` (name -> last state) that are gone, in phase Deleted."""
     pods = kube.items(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE_LABEL}={release}")
-    return sorted((PodOutcome.of(p) for p in pods if not is_hook(p)), key=lambda p: (p.owner, p.name))
+    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p)]
+    present = {pod.name for pod in outcomes}
+    for name, pod in (seen or {}).items():
+        if name not in present and not is_hook(pod):
+            outcomes.append(dataclasses.replace(PodOutcome.of(pod), phase=DELETED))
+    return sorted(outcomes, key=lambda p: (p.owner, p.name))
 
 
 def _jobs(kube: Kube, namespace: str, release: str) -> dict[str, str]:
@@ -244,6 +261,10 @@ def summary(result: RunResult) -> str:
         code = "-" if pod.exit_code is None else str(pod.exit_code)
         took = "-" if pod.seconds is None else f"{pod.seconds:.0f}s"
         lines.append(row.format(pod.name, pod.node, pod.phase, code, took))
+    if any(pod.phase == DELETED for pod in result.pods):
+        lines.append(
+            f"{DELETED}: removed by its Job before it ended (success policy met, or failed); EXIT as last seen"
+        )
     lines.append("jobs: " + ", ".join(f"{job} {state}" for job, state in sorted(result.jobs.items())))
     if result.ok:
         running = sum(1 for pod in result.pods if pod.phase in ("Pending", "Running"))
@@ -298,7 +319,8 @@ def run_job(
     replace_release(kube, release)
     readiness: Readiness | None = None
     problem = ""
-    with _values_file(values) as path, LogStream(release.kubeconfig, release.namespace, release.name, write):
+    logs = LogStream(release.kubeconfig, release.namespace, release.name, write)
+    with _values_file(values) as path, logs:
         install(kube, release, ChartSource(chart, values_files=(path,), extra_args=tuple(helm_args)))
         try:
             readiness = wait_ready(kube, release.namespace, release.name, timeout=timeout, interval=1.0)
@@ -309,7 +331,7 @@ def run_job(
     ok = readiness is not None and bool(jobs) and all(s in ("Complete", "SuccessCriteriaMet") for s in jobs.values())
     if readiness is not None and not jobs:
         problem = f"release {release.name} has no Job: nothing ran to completion (is {chart} a training chart?)"
-    pods = _pods(kube, release.namespace, release.name)
+    pods = _pods(kube, release.namespace, release.name, logs.seen)
     return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled)
 
 

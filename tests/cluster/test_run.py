@@ -33,9 +33,12 @@ def test_demo_trains_four_workers_for_real_then_places_gpu_workers(embedded_clus
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     rows = re.findall(r"^\s*(tf-train-worker-(\d)-\w+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\d+s$", out, re.M)
-    assert sorted((index, node, phase, code) for _, index, node, phase, code in rows) == [
-        (str(i), "real-0", "Succeeded", "0") for i in range(4)
-    ], out
+    outcomes = sorted((index, node, phase, code) for _, index, node, phase, code in rows)
+    assert [row[:2] for row in outcomes] == [(str(i), "real-0") for i in range(4)], out
+    assert outcomes[0][2:] == ("Succeeded", "0"), out
+    # worker 0's success ends the Job (its success policy); a worker whose pod had not reached Succeeded by
+    # then is deleted by the Job controller (the checksums below show that every worker finished training)
+    assert all(phase == "Succeeded" and code == "0" or phase == "Deleted" for _, _, phase, code in outcomes), out
     assert re.search(r"jobs: tf-train-worker (Complete|SuccessCriteriaMet)$", out, re.M), out
     assert re.search(r"every pod ended \d+s after the job completed$", out, re.M), out
     losses = {  # every worker logs the globally reduced loss as it trains: the same numbers on all four

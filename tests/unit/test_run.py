@@ -118,3 +118,30 @@ def test_summary_of_a_success_says_when_every_pod_had_ended() -> None:
     pods.append(run.PodOutcome.of(_pod("w-1", "Running", None)))
     stuck = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "Complete"}))
     assert "1 pod(s) still Pending or Running 120s after the job completed" in stuck
+
+
+class _Listing:
+    """What run._pods reads of the API: one listing of pods."""
+
+    def __init__(self, *pods: dict[str, object]) -> None:
+        self.pods = list(pods)
+
+    def items(self, path: str, label_selector: str) -> list[dict[str, object]]:
+        assert path == "/api/v1/namespaces/ns/pods" and label_selector.endswith("=tf-train")
+        return self.pods
+
+
+def test_pods_deleted_by_their_job_keep_their_row_as_deleted() -> None:
+    # tensorflow-dist's success policy (worker 0) lets the Job delete workers whose main container has just
+    # exited but whose pod has not reached Succeeded yet: the table still shows them, with their exit code
+    listing = _Listing(_pod("w-0", "Succeeded", 0))
+    seen = {"w-0": _pod("w-0", "Running", None), "w-1": _pod("w-1", "Running", 0), "w-2": _pod("w-2", "Running", None)}
+    pods = run._pods(listing, "ns", "tf-train", seen)  # type: ignore[arg-type]
+    assert [(p.name, p.phase, p.exit_code) for p in pods] == [
+        ("w-0", "Succeeded", 0),
+        ("w-1", "Deleted", 0),
+        ("w-2", "Deleted", None),
+    ]
+    table = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "SuccessCriteriaMet"}, settled_seconds=0))
+    assert "Deleted: removed by its Job before it ended (success policy met, or failed); EXIT as last seen" in table
+    assert "Deleted" not in run.summary(run.RunResult(True, 50, pods[:1], {"tf-train-worker": "Complete"}))
