@@ -4,7 +4,8 @@
 #   ci/build-control-plane.sh            build what is missing, print one "<name> <path>" line per binary
 #   ci/build-control-plane.sh --check    build nothing; exit 1 naming every missing binary
 #   ci/build-control-plane.sh NAME...    only these (kube-apiserver kube-controller-manager kube-scheduler
-#                                        kubelet kwok kwokctl etcd coredns registry crane)
+#                                        kubelet kwok kwokctl etcd coredns registry crane, or the render
+#                                        servers helm4-render helm3-render, which no default build includes)
 #
 # Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it.
 # A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt), so a
@@ -21,6 +22,11 @@
 #                       older than the 3.5+/3.6 line Kubernetes 1.35 is released and tested with (1.35's
 #                       default is etcd 3.6); a Go build also keeps one install path on every machine.
 #   github.com/coredns/coredns  coredns, the real node's cluster DNS (Debian has no coredns package).
+#   helm.sh/helm/v4, helm.sh/helm/v3   helm4-render and helm3-render, the harness's in-process `helm template`
+#                       (dlcharts.render_server), from the modules in ci/helm-render/ with their committed
+#                       go.sum, at the helm versions their go.mod pins (the same as src/dlcharts/toolchain.py's).
+#                       Their cache version is the helm version and a hash of ci/helm-render/common and the
+#                       server's own folder, so an edit to the server's source builds a new one beside the old.
 # containerd, runc and the CNI plugins of the real node are Debian packages (see .ci/run), not built here.
 # The wrapper modules are generated under ${DLCHARTS_CACHE}/build/, never committed.
 # Builds run under `nice -n 10` (2 shared cores), with -trimpath -ldflags='-s -w', CGO_ENABLED=0, and a
@@ -76,6 +82,16 @@ all=(kube-apiserver kube-controller-manager kube-scheduler kubelet kwok kwokctl 
 version[registry]=$DISTRIBUTION_VERSION
 version[crane]=$CRANE_VERSION
 all+=(registry crane)
+# the render servers: helm version from their go.mod, then a hash of their sources (see the header)
+render_version() { # MAJOR
+  local src=$repo/ci/helm-render helm hash
+  helm=$(sed -n "s#^[[:space:]]*helm\.sh/helm/v$1 \(v[0-9][^ ]*\)\$#\1#p" "$src/helm$1/go.mod" | head -1)
+  [[ -n $helm ]] || die "ci/helm-render/helm$1/go.mod requires no helm.sh/helm/v$1"
+  hash=$(cd "$src" && find common "helm$1" -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+  echo "$helm-$hash"
+}
+version[helm4-render]=$(render_version 4)
+version[helm3-render]=$(render_version 3)
 
 target() { echo "$bindir/$1-${version[$1]}/$1"; }
 
@@ -110,7 +126,8 @@ for arg in "$@"; do
     --check) check=1 ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     -*) die "unknown option $arg (see --help)" ;;
-    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]}"; wanted+=("$arg") ;;
+    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]} helm4-render helm3-render"
+       wanted+=("$arg") ;;
   esac
 done
 ((${#wanted[@]})) || wanted=("${all[@]}")
@@ -279,10 +296,19 @@ build_go_tool() { # NAME MODULE VERSION PKG LDFLAGS
   (cd "$mod" && timed_build "$name" "$pkg" "$ldflags")
 }
 
+# helm4-render / helm3-render, built in their own committed module (go.sum checks every module it downloads).
+# Measured cold (empty module and build caches) on the project machine: see README "In-process rendering".
+build_render_server() { # NAME MAJOR
+  need "$1" || return 0
+  (cd "$repo/ci/helm-render/helm$2" && export GOFLAGS="-buildvcs=false -mod=readonly" && timed_build "$1" . "")
+}
+
 if ((${#missing[@]})); then
   start=$SECONDS
   for name in "${missing[@]}"; do
     case $name in
+      helm4-render) build_render_server helm4-render 4 ;;
+      helm3-render) build_render_server helm3-render 3 ;;
       registry) build_go_tool registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" \
         github.com/distribution/distribution/v3/cmd/registry \
         "-X github.com/distribution/distribution/v3/version.version=$DISTRIBUTION_VERSION" ;;

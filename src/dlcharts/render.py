@@ -9,14 +9,15 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from dlcharts.errors import ManifestError, RenderError
-from dlcharts.helm import Helm, find_helm
+from dlcharts import render_server
+from dlcharts.errors import ManifestError, RenderError, ToolchainError
+from dlcharts.helm import Helm, find_helm, without_link_notices
 from dlcharts.toolchain import cache_root
 
 # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
@@ -50,27 +51,28 @@ class RenderRequest:
     api_versions: tuple[str, ...] = ()
     # helm --set-file: "key=path" pairs; helm reads the file's text into the value (e.g. script=train.py)
     set_files: tuple[str, ...] = ()
+    set_json: tuple[str, ...] = ()  # helm --set-json: key=<JSON>
+    set_string: tuple[str, ...] = ()  # helm --set-string: key=value, the value always a string
+    include_crds: bool = False  # helm --include-crds: the chart's crds/ folder too
+
+    def _flags(self) -> list[tuple[str, str]]:
+        return (
+            [("--values", str(p)) for p in self.values_files] + [("--set", s) for s in self.set_values]
+            + [("--set-json", s) for s in self.set_json] + [("--set-string", s) for s in self.set_string]
+            + [("--set-file", s) for s in self.set_files] + [("--api-versions", a) for a in self.api_versions]
+        )  # fmt: skip
 
     def describe(self) -> str:
         parts = [f"release={self.release}", f"namespace={self.namespace}", f"kube={self.kube_version}"]
-        parts += [f"-f {p}" for p in self.values_files]
-        parts += [f"--set {s}" for s in self.set_values]
-        parts += [f"--set-file {s}" for s in self.set_files]
-        parts += [f"--api-versions {a}" for a in self.api_versions]
-        return " ".join(parts)
+        parts += [f"{'-f' if flag == '--values' else flag} {value}" for flag, value in self._flags()]
+        return " ".join(parts + (["--include-crds"] if self.include_crds else []))
 
     def helm_args(self) -> list[str]:
         args = ["template", self.release, str(self.chart), "--namespace", self.namespace]
         args += ["--kube-version", self.kube_version]
-        for path in self.values_files:
-            args += ["--values", str(path)]
-        for pair in self.set_values:
-            args += ["--set", pair]
-        for pair in self.set_files:
-            args += ["--set-file", pair]
-        for api in self.api_versions:
-            args += ["--api-versions", api]
-        return args
+        for flag, value in self._flags():
+            args += [flag, value]
+        return args + (["--include-crds"] if self.include_crds else [])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,18 +145,29 @@ def _resolved_pair(pair: str) -> str:
     return f"{key}{sep}{Path(path).resolve()}" if sep else pair
 
 
-def parse_manifest(text: str, namespace: str = "default") -> dict[ObjectKey, K8sObject]:
-    """Split a `helm template` stream into objects, keeping each one's ``# Source:`` template path."""
+def parse_manifest(
+    text: str, namespace: str = "default", decoded: Sequence[Any] | None = None, fallback: Collection[int] = ()
+) -> dict[ObjectKey, K8sObject]:
+    """Split a `helm template` stream into objects, keeping each one's ``# Source:`` template path.
+
+    ``decoded`` is the render server's decoding of each piece (dlcharts.render_server): used as it is, except for
+    the pieces in ``fallback``, which PyYAML decodes here (as it does every piece without ``decoded``)."""
     objects: dict[ObjectKey, K8sObject] = {}
-    for chunk in _DOC_SPLIT_RE.split(text):
+    chunks = _DOC_SPLIT_RE.split(text)
+    if decoded is not None and len(decoded) != len(chunks):
+        decoded = None  # not this stream's pieces: decode them all here
+    for index, chunk in enumerate(chunks):
         if not chunk.strip():
             continue
         source_match = _SOURCE_RE.search(chunk)
         source = source_match.group(1).strip() if source_match else "<unknown>"
-        try:
-            body = yaml.load(chunk, Loader=_Loader)  # noqa: S506 - CSafeLoader/SafeLoader only
-        except yaml.YAMLError as exc:
-            raise ManifestError(f"{source} rendered invalid YAML: {exc}") from None
+        if decoded is not None and index not in fallback:
+            body = decoded[index]
+        else:
+            try:
+                body = yaml.load(chunk, Loader=_Loader)  # noqa: S506 - CSafeLoader/SafeLoader only
+            except yaml.YAMLError as exc:
+                raise ManifestError(f"{source} rendered invalid YAML: {exc}") from None
         if body is None:
             continue
         if not isinstance(body, dict):
@@ -173,10 +186,12 @@ def parse_manifest(text: str, namespace: str = "default") -> dict[ObjectKey, K8s
 
 
 class Renderer:
-    """Renders charts with one helm binary; renders are cached by a hash of the chart's content and inputs.
+    """Renders charts with one pinned helm; renders are cached by a hash of the chart's content and inputs.
 
-    The cache lives in memory and, when ``cache_dir`` is given, on disk, so a matrix of scenarios (and a
-    second test run) re-renders only what changed.
+    A render goes to the in-process renderer linked to that helm (dlcharts.render_server), which prints what the
+    binary prints; the helm binary renders what the server cannot, or everything where the server is not built
+    or ``DLCHARTS_RENDERER=binary``. The cache lives in memory and, when ``cache_dir`` is given, on disk, so a
+    matrix of scenarios (and a second test run) re-renders only what changed.
     """
 
     def __init__(self, helm: Helm | None = None, cache_dir: Path | None = None) -> None:
@@ -205,8 +220,8 @@ class Renderer:
             outcome = self._read_disk(request, digest)
         if outcome is None:
             self.misses += 1
-            outcome = self._run_helm(request)
-            self._write_disk(digest, outcome)
+            outcome, reply = self._run_helm(request)
+            self._write_disk(digest, outcome, reply)
         else:
             self.hits += 1
         with self._lock:
@@ -217,11 +232,12 @@ class Renderer:
 
     def cache_key(self, request: RenderRequest) -> str:
         h = hashlib.sha256()
-        h.update(f"{self.helm.path}\0{self.helm.version}\0".encode())
+        h.update(f"{self.helm.path}\0{self.helm.version}\0{render_server.renderer_mode()}\0".encode())
         h.update(chart_digest(request.chart).encode())
         for path in request.values_files:
             h.update(b"\0values\0" + path.read_bytes())
-        h.update(repr((request.set_values, request.release, request.namespace)).encode())
+        h.update(repr((request.set_values, request.set_json, request.set_string, request.include_crds)).encode())
+        h.update(repr((request.release, request.namespace)).encode())
         for pair in request.set_files:  # the files' content decides the render (a missing file: helm says so)
             key, _, file = pair.partition("=")
             content = Path(file).read_bytes() if Path(file).is_file() else b"\0missing\0" + file.encode()
@@ -229,11 +245,21 @@ class Renderer:
         h.update(repr((request.kube_version, request.api_versions)).encode())
         return h.hexdigest()
 
-    def _run_helm(self, request: RenderRequest) -> Rendered | _Refusal:
+    def _run_helm(self, request: RenderRequest) -> tuple[Rendered | _Refusal, render_server.Reply | None]:
+        """The render, by the server where it can (with its reply), else by the helm binary."""
+        server = render_server.server_for(self.helm)
+        if server is not None:
+            try:
+                reply = server.template(request.helm_args())
+            except ToolchainError as exc:
+                render_server.retire(self.helm, str(exc))
+                reply = None
+            if reply is not None:
+                return _from_reply(request, reply), reply
         proc = self.helm.run(request.helm_args(), check=False)
         if proc.returncode != 0:
-            return _Refusal(proc.stderr)
-        return Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace))
+            return _Refusal(proc.stderr), None
+        return Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace)), None
 
     def ensure_dependencies(self, chart: Path) -> None:
         """Vendor ``file://`` dependencies into ``<chart>/charts`` when they changed since the last build.
@@ -265,6 +291,9 @@ class Renderer:
         if self.cache_dir is None:
             return None
         rendered, refused = self.cache_dir / f"{digest}.yaml", self.cache_dir / f"{digest}.refused"
+        reply = self.cache_dir / f"{digest}.json"
+        if reply.is_file():
+            return _from_reply(request, render_server.Reply.parse(reply.read_bytes()))
         if rendered.is_file():
             text = rendered.read_text()
             return Rendered(request, text, parse_manifest(text, request.namespace))
@@ -272,13 +301,18 @@ class Renderer:
             return _Refusal(refused.read_text())
         return None
 
-    def _write_disk(self, digest: str, outcome: Rendered | _Refusal) -> None:
+    def _write_disk(self, digest: str, outcome: Rendered | _Refusal, reply: render_server.Reply | None) -> None:
         if self.cache_dir is None:
             return
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        suffix, text = (".refused", outcome.stderr) if isinstance(outcome, _Refusal) else (".yaml", outcome.text)
+        # a server's reply keeps the objects it decoded, so a later read decodes JSON, not YAML
+        suffix, data = (
+            (".refused", outcome.stderr.encode()) if isinstance(outcome, _Refusal)
+            else (".json", reply.line) if reply is not None
+            else (".yaml", outcome.text.encode())
+        )  # fmt: skip
         tmp = self.cache_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         tmp.replace(self.cache_dir / f"{digest}{suffix}")
 
 
@@ -287,6 +321,13 @@ class _Refusal:
     """helm's refusal to render a request (its stderr), kept in the cache like a render."""
 
     stderr: str
+
+
+def _from_reply(request: RenderRequest, reply: render_server.Reply) -> Rendered | _Refusal:
+    if reply.status != 0:
+        return _Refusal(without_link_notices(reply.stderr))
+    objects = parse_manifest(reply.stdout, request.namespace, reply.objects, reply.fallback)
+    return Rendered(request, reply.stdout, objects)
 
 
 def _dependency_record(chart: Path) -> Path:
@@ -306,12 +347,18 @@ def _vendored(chart: Path) -> str:
 
 def local_dependencies(chart: Path) -> list[Path]:
     """Chart directories named by ``file://`` dependencies in Chart.yaml."""
-    meta = yaml.load((chart / "Chart.yaml").read_text(), Loader=_Loader) or {}  # noqa: S506
+    path = chart / "Chart.yaml"
+    stamp = _stamp(path)
+    known = _DEPENDENCIES.get(path)
+    if known is not None and known[0] == stamp:
+        return list(known[1])
+    meta = yaml.load(path.read_text(), Loader=_Loader) or {}  # noqa: S506
     deps = []
     for dep in meta.get("dependencies") or []:
         repo = str(dep.get("repository") or "")
         if repo.startswith("file://"):
             deps.append((chart / repo[len("file://") :]).resolve())
+    _DEPENDENCIES[path] = (stamp, tuple(deps))
     return deps
 
 
@@ -326,12 +373,33 @@ def chart_digest(chart: Path) -> str:
 
     ``charts/`` (vendored ``.tgz`` archives, unpacked charts and the links to them) and ``Chart.lock`` are part of
     it: a change to a vendored or OCI dependency changes the render, so it must change the cache key."""
+    files = list(_chart_files(chart))
+    stamp = (
+        tuple((rel, _stamp(path)) for rel, path in files),
+        tuple(chart_digest(d) for d in local_dependencies(chart)),
+    )
+    known = _DIGESTS.get(chart)
+    if known is not None and known[0] == stamp:
+        return known[1]
     h = hashlib.sha256()
-    for rel, path in _chart_files(chart):
+    for rel, path in files:
         h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    for dep in local_dependencies(chart):
-        h.update(chart_digest(dep).encode())
+    for digest in stamp[1]:
+        h.update(digest.encode())
+    _DIGESTS[chart] = (stamp, h.hexdigest())
     return h.hexdigest()
+
+
+# What hashing a chart found, by folder, with the stamp of every file it read: a render hashes its chart again
+# only when a file changed (a test session renders each chart hundreds of times).
+_DIGESTS: dict[Path, tuple[object, str]] = {}
+_DEPENDENCIES: dict[Path, tuple[tuple[int, ...], tuple[Path, ...]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written: its size, modification time and inode (a replaced file)."""
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _chart_files(chart: Path) -> Iterator[tuple[str, Path]]:
