@@ -29,8 +29,8 @@ $(DOCS_GEN): ci/docs/package.json ci/docs/package-lock.json
 
 setup: $(STAMP) tools $(DOCS_GEN)  ## virtualenv with the harness, pinned helm/kubectl, the README generator
 
-tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/; links in .tools/bin
-	$(PY) -m dlcharts.toolchain >/dev/null
+tools: $(STAMP)  ## pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/, links in .tools/bin; the in-process renderers (built once)
+	$(VENV)/bin/dlcharts tools | tail -n 1
 	mkdir -p .tools/bin
 	ln -sfn ../helm-v4.3.1/helm .tools/bin/helm
 	ln -sfn ../$(HELM3)/helm .tools/bin/helm3

@@ -7,7 +7,8 @@
 #                                        kubelet kwok kwokctl etcd coredns registry crane, or the render
 #                                        servers helm4-render helm3-render, which no default build includes)
 #
-# Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it.
+# Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it (the
+# render servers: the same under the tools folder, see target()).
 # A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt), so a
 # second run only hashes files. Versions are pinned in
 # src/dlcharts/cluster/versions.env (read by the Python side too).
@@ -93,7 +94,14 @@ render_version() { # MAJOR
 version[helm4-render]=$(render_version 4)
 version[helm3-render]=$(render_version 3)
 
-target() { echo "$bindir/$1-${version[$1]}/$1"; }
+# The render servers go with the pinned helm binaries, in the harness's tools folder (dlcharts.toolchain.tools_dir:
+# $DLCHARTS_TOOLS_DIR, else .tools/ of this checkout), not under $DLCHARTS_CACHE, which tests point elsewhere.
+target() {
+  case $1 in
+    helm*-render) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$1-${version[$1]}/$1" ;;
+    *) echo "$bindir/$1-${version[$1]}/$1" ;;
+  esac
+}
 
 # The arguments with which a binary prints its version (running it proves an unrecorded cache entry is whole).
 version_args() { case $1 in coredns) echo -version ;; crane) echo version ;; *) echo --version ;; esac; }

@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import os
 import re
+import subprocess
 import tempfile
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 from dlcharts import render_server
-from dlcharts.errors import ManifestError, RenderError, ToolchainError
+from dlcharts.errors import DLChartsError, ManifestError, RenderError, ToolchainError
 from dlcharts.helm import Helm, find_helm, without_link_notices
 from dlcharts.toolchain import cache_root
 
@@ -192,11 +193,15 @@ class Renderer:
     binary prints; the helm binary renders what the server cannot, or everything where the server is not built
     or ``DLCHARTS_RENDERER=binary``. The cache lives in memory and, when ``cache_dir`` is given, on disk, so a
     matrix of scenarios (and a second test run) re-renders only what changed.
+
+    With ``compare``, each render also runs the helm binary, whose render is the one returned, and a render the
+    server printed or decoded differently raises RendererMismatch (render_server.COMPARED counts them).
     """
 
-    def __init__(self, helm: Helm | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(self, helm: Helm | None = None, cache_dir: Path | None = None, compare: bool = False) -> None:
         self.helm = helm or find_helm()
         self.cache_dir = cache_dir
+        self.compare = compare
         self._memory: dict[str, Rendered | _Refusal] = {}
         self._deps_done: dict[Path, str] = {}
         self._lock = threading.Lock()
@@ -248,18 +253,29 @@ class Renderer:
     def _run_helm(self, request: RenderRequest) -> tuple[Rendered | _Refusal, render_server.Reply | None]:
         """The render, by the server where it can (with its reply), else by the helm binary."""
         server = render_server.server_for(self.helm)
+        reply = None
         if server is not None:
             try:
                 reply = server.template(request.helm_args())
             except ToolchainError as exc:
                 render_server.retire(self.helm, str(exc))
                 reply = None
-            if reply is not None:
+            if reply is not None and not self.compare:
                 return _from_reply(request, reply), reply
+        elif self.compare:
+            raise ToolchainError(f"cannot compare renderers: no in-process renderer for {self.helm.path}")
         proc = self.helm.run(request.helm_args(), check=False)
-        if proc.returncode != 0:
-            return _Refusal(proc.stderr), None
-        return Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace)), None
+        outcome = (
+            _Refusal(proc.stderr) if proc.returncode != 0
+            else Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace))
+        )  # fmt: skip
+        if self.compare and reply is not None:
+            render_server.COMPARED["renders"] += 1
+            problem = difference(reply, proc)
+            if problem:
+                raise RendererMismatch(f"{request.chart} ({request.describe()}): the in-process renderer {problem}")
+            render_server.COMPARED["identical"] += 1
+        return outcome, None
 
     def ensure_dependencies(self, chart: Path) -> None:
         """Vendor ``file://`` dependencies into ``<chart>/charts`` when they changed since the last build.
@@ -314,6 +330,68 @@ class Renderer:
         tmp = self.cache_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         tmp.replace(self.cache_dir / f"{digest}{suffix}")
+
+
+class RendererMismatch(DLChartsError):
+    """The in-process renderer printed, failed or decoded a render otherwise than the helm binary and PyYAML."""
+
+
+def difference(reply: render_server.Reply, binary: subprocess.CompletedProcess[str]) -> str | None:
+    """How the server's reply differs from the binary's run (helm's stderr without its link notices on both
+    sides), or None: the same exit status, the same error text, the same bytes on stdout apart from Secret
+    data (generated keys are random by design), and each piece decoded as PyYAML decodes it."""
+    if (reply.status != 0) != (binary.returncode != 0):
+        return f"exited {reply.status}, the binary {binary.returncode}:\n{reply.stderr or binary.stderr}"
+    if reply.status != 0:
+        ours, theirs = without_link_notices(reply.stderr), binary.stderr
+        return None if ours == theirs else f"failed with other text:\n{ours}\nthe binary:\n{theirs}"
+    ours_docs, theirs_docs = _without_secret_data(reply.stdout), _without_secret_data(binary.stdout)
+    if ours_docs != theirs_docs:
+        if len(ours_docs) != len(theirs_docs):
+            return f"printed {len(ours_docs)} documents, the binary {len(theirs_docs)}"
+        index = next(i for i, (a, b) in enumerate(zip(ours_docs, theirs_docs, strict=True)) if a != b)
+        line = next(
+            (
+                pair
+                for pair in zip(ours_docs[index].splitlines(), theirs_docs[index].splitlines(), strict=False)
+                if pair[0] != pair[1]
+            ),
+            ("(shorter)", "(longer)"),
+        )
+        return f"printed document {index} otherwise: {line[0]!r}, the binary {line[1]!r}"
+    decoded = parse_manifest(reply.stdout, "default", reply.objects, reply.fallback)
+    for key, obj in parse_manifest(reply.stdout).items():
+        if key not in decoded or not same_data(decoded[key].body, obj.body):
+            return f"decoded {key} otherwise than PyYAML"
+    return None
+
+
+def same_data(a: Any, b: Any) -> bool:
+    """Equal, with the same types all the way down (True is not 1, 1 is not 1.0) and keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_data(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _without_secret_data(text: str) -> list[str]:
+    """The documents of a stream, each Secret's data values replaced by a placeholder."""
+    docs = []
+    for doc in _DOC_SPLIT_RE.split(text):
+        if "\nkind: Secret\n" in f"\n{doc}\n":
+            lines, in_data = [], False
+            for line in doc.split("\n"):
+                if in_data and line.startswith("  ") and ":" in line:
+                    line = line.split(":", 1)[0] + ": <random by design>"
+                else:
+                    in_data = line in ("data:", "stringData:")
+                lines.append(line)
+            doc = "\n".join(lines)
+        docs.append(doc)
+    return docs
 
 
 @dataclasses.dataclass(frozen=True)

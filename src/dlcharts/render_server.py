@@ -4,16 +4,18 @@ A helm process costs its start-up on every render; the server (ci/helm-render, G
 the exact helm version toolchain.py pins) starts once per Python process (once per pytest-xdist worker) and then
 renders each request with that helm's own code, loading the chart from disk each time, so an edited chart is seen
 by the next render. It prints what the binary prints, byte for byte, and fails with the binary's error text
-(tests/render/test_render_server.py compares the two over every scenario); it also sends each rendered object
-decoded, as PyYAML would decode it, so the harness does not parse the YAML again.
+(``pytest --dlcharts-compare-renderers`` compares the two on every render of the test tiers); it also sends each
+rendered object decoded, as PyYAML would decode it, so the harness does not parse the YAML again.
 
-``ci/build-control-plane.sh helm4-render helm3-render`` builds the servers into ``$DLCHARTS_CACHE/bin`` (`make
-tools` and the pytest plugin at session start do it). Where a server is not built, or does not start, the helm
-binary renders, after a one-line notice; ``DLCHARTS_RENDERER=binary`` asks for the binary.
+``ci/build-control-plane.sh helm4-render helm3-render`` builds the servers into the tools folder, beside the pinned
+helm binaries (`make tools`, `dlcharts tools` and the pytest plugin at session start do it). Where a server is not
+built, or does not start, the helm binary renders, after a one-line notice; ``DLCHARTS_RENDERER=binary`` asks for
+the binary.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -31,6 +33,9 @@ RENDERER_ENV = "DLCHARTS_RENDERER"
 RENDERERS = ("server", "binary")
 PROTOCOL = 1  # ci/helm-render/common/serve.go
 SERVER_NAMES = {4: "helm4-render", 3: "helm3-render"}
+LOCATED_ENV = "DLCHARTS_RENDER_SERVERS"  # name=path entries that build_all() found, for child processes
+# Renders compared with the binary in this process (dlcharts.render.Renderer(compare=True)), and how many matched.
+COMPARED: collections.Counter[str] = collections.Counter()
 
 
 def renderer_mode() -> str:
@@ -160,9 +165,24 @@ def locate(names: list[str], build: bool) -> dict[str, Path]:
 
 
 def build_all() -> dict[str, Path]:
-    """Build (or find) the render server of every pinned helm."""
+    """Build (or find) the render server of every pinned helm, and pass where they are to child processes (the
+    pytest-xdist workers), which then start them without asking ci/build-control-plane.sh again."""
     names = [SERVER_NAMES[toolchain.TOOLS[key].major] for key in toolchain.HELM_MATRIX]
-    return locate(names, build=True)
+    try:
+        found = locate(names, build=False)
+    except ToolchainError:
+        print("dlcharts: building the in-process renderers (once: minutes cold, then cached) ...", file=sys.stderr)
+        found = locate(names, build=True)
+    os.environ[LOCATED_ENV] = os.pathsep.join(f"{name}={path}" for name, path in found.items())
+    return found
+
+
+def _located(name: str) -> Path | None:
+    for entry in os.environ.get(LOCATED_ENV, "").split(os.pathsep):
+        key, _, path = entry.partition("=")
+        if key == name and Path(path).is_file():
+            return Path(path)
+    return None
 
 
 _servers: dict[Path, RenderServer | None] = {}
@@ -182,7 +202,8 @@ def server_for(helm: Helm) -> RenderServer | None:
         try:
             if not _is_pinned(helm):
                 raise ToolchainError(f"helm {helm.version} at {helm.path} is not a pinned helm")
-            path = locate([server_name(helm)], build=False)[server_name(helm)]
+            name = server_name(helm)
+            path = _located(name) or locate([name], build=False)[name]
             server = RenderServer(path, helm)
         except (ToolchainError, OSError, ValueError) as exc:
             notice(helm, str(exc))
