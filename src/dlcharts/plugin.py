@@ -128,8 +128,8 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if config.getoption("--dlcharts-compare-renderers", default=False):
-        compared = render_server.COMPARED
+    compared = render_server.COMPARED
+    if compared["renders"] or config.getoption("--dlcharts-compare-renderers", default=False):
         terminalreporter.write_line(
             f"dlcharts: in-process renderer vs helm binary: {compared['identical']}/{compared['renders']} "
             "renders identical"

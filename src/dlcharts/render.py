@@ -263,7 +263,9 @@ class Renderer:
             if reply is not None and not self.compare:
                 return _from_reply(request, reply), reply
         elif self.compare:
-            raise ToolchainError(f"cannot compare renderers: no in-process renderer for {self.helm.path}")
+            binary = render_server.renderer_mode() == "binary"
+            why = f"{render_server.RENDERER_ENV}=binary" if binary else "see the notice above"
+            raise ToolchainError(f"cannot compare renderers: no in-process renderer for {self.helm.path} ({why})")
         proc = self.helm.run(request.helm_args(), check=False)
         outcome = (
             _Refusal(proc.stderr) if proc.returncode != 0
@@ -344,7 +346,8 @@ def difference(reply: render_server.Reply, binary: subprocess.CompletedProcess[s
         return f"exited {reply.status}, the binary {binary.returncode}:\n{reply.stderr or binary.stderr}"
     if reply.status != 0:
         ours, theirs = without_link_notices(reply.stderr), binary.stderr
-        return None if ours == theirs else f"failed with other text:\n{ours}\nthe binary:\n{theirs}"
+        same = ours == theirs or _error_items(ours) == _error_items(theirs)
+        return None if same else f"failed with other text:\n{ours}\nthe binary:\n{theirs}"
     ours_docs, theirs_docs = _without_secret_data(reply.stdout), _without_secret_data(binary.stdout)
     if ours_docs != theirs_docs:
         if len(ours_docs) != len(theirs_docs):
@@ -364,6 +367,18 @@ def difference(reply: render_server.Reply, binary: subprocess.CompletedProcess[s
         if key not in decoded or not same_data(decoded[key].body, obj.body):
             return f"decoded {key} otherwise than PyYAML"
     return None
+
+
+def _error_items(stderr: str) -> list[str]:
+    """helm's error text as its items (a ``- `` line with the indented lines under it), sorted: helm lists a
+    values file's schema errors in Go map order, which differs from one run of the binary to the next."""
+    items: list[str] = []
+    for line in stderr.splitlines():
+        if items and line.startswith((" ", "\t")):
+            items[-1] += "\n" + line
+        else:
+            items.append(line)
+    return sorted(items)
 
 
 def same_data(a: Any, b: Any) -> bool:

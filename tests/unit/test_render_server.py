@@ -207,6 +207,12 @@ def test_difference_names_what_differs(server):
     )
     failed = subprocess.CompletedProcess(binary.args, 1, "", "Error: other\n")
     assert "exited 0, the binary 1" in str(difference(reply, failed))
+    errors = "Error: values don't meet the specifications:\nc:\n- at '/a': got object\n- at '/b': 'anyOf' failed\n"
+    refused = dataclasses.replace(reply, status=1, stdout="", stderr=errors + "  - at '/b': got number\n")
+    reordered = "Error: values don't meet the specifications:\nc:\n- at '/b': 'anyOf' failed\n  - at '/b': got number\n"
+    assert difference(refused, subprocess.CompletedProcess([], 1, "", reordered + "- at '/a': got object\n")) is None
+    moved = reordered.replace("  - at '/b'", "- at '/b'") + "  - at '/a': got object\n"
+    assert "failed with other text" in str(difference(refused, subprocess.CompletedProcess([], 1, "", moved)))
     objects = copy.deepcopy(reply.objects)
     objects[1]["spec"]["completions"] = "1"  # as a decoder that took `1` for a string would have it
     wrong = dataclasses.replace(reply, objects=objects)
