@@ -227,39 +227,51 @@ def ours_verdict() -> dict[str, Any]:
 
 
 def measure_verdict() -> dict[str, Any]:
+    """Ours (server, then binary) against kubeconform two ways: a pipe per case, as a CI loop over scenarios
+    writes it, and one kubeconform per Kubernetes version reading every case's render (its schemas loaded once)."""
     build = subprocess.run(["bash", "bench/build-kubeconform.sh"], cwd=common.ROOT, capture_output=True, text=True)
     if build.returncode != 0:
         return {"error": f"kubeconform did not build: {build.stderr.strip()[-600:]}"}
     kubeconform = next(line.split()[1] for line in build.stdout.splitlines() if line.startswith("kubeconform "))
+    helm = helm4()
+    per_case, per_version = ["set -uo pipefail"], ["set -uo pipefail"]  # a refused case shows as a missing summary
     for version in KUBE_VERSIONS:
         validation.kubeconform_schemas(version)
-    helm = helm4()
-    script = ["set -uo pipefail"]  # a refused case is counted by its missing summary, not a stop
-    for scenario, version in cases():
-        cmd = [str(helm.path), *scenario.request(version).helm_args()]
         kc = [kubeconform, "-strict", "-summary", "-output", "json", "-kubernetes-version", version]
         for location in validation.schema_locations(version):
             kc += ["-schema-location", location]
-        script.append(" ".join(map(_quote, cmd)) + " | " + " ".join(map(_quote, kc)) + ' >>"$OUT"')
-    with tempfile.TemporaryDirectory(prefix="dlcharts-bench-verdict-") as tmp:
-        out = Path(tmp) / "kubeconform.jsonl"
-        (Path(tmp) / "run.sh").write_text("\n".join(script) + "\n")
-        env = {**os.environ, "OUT": str(out)}
-        theirs_s, theirs = _timed(lambda: subprocess.run(["bash", str(Path(tmp) / "run.sh")], env=env,
-                                                         capture_output=True, text=True, check=False))  # fmt: skip
-        summaries = [m.groups() for m in re.finditer(r'"valid": (\d+),\s*"invalid": (\d+),\s*"errors": (\d+),'
-                                                     r'\s*"skipped": (\d+)', out.read_text())]  # fmt: skip
-    env = {**os.environ, render_server.RENDERER_ENV: "server"}
-    ours_s, ours = _timed(lambda: subprocess.run([sys.executable, __file__, "ours-verdict"], env=env,
-                                                 capture_output=True, text=True, check=False))  # fmt: skip
-    ours_data = ours.stdout.strip().splitlines()[-1] if ours.returncode == 0 else ours.stderr[-600:]
-    totals = [sum(int(s[i]) for s in summaries) for i in range(4)]
-    print(f"verdict: ours {ours_s:.1f} s ({ours_data}), helm template | kubeconform {theirs_s:.1f} s "
-          f"(valid {totals[0]}, invalid {totals[1]}, errors {totals[2]}, skipped {totals[3]})")  # fmt: skip
-    return {"cases": len(cases()), "ours_seconds": ours_s, "ours": ours_data, "ours_exit": ours.returncode,
-            "theirs_seconds": theirs_s, "theirs_exit": theirs.returncode, "theirs_stderr": theirs.stderr[-600:],
-            "kubeconform": dict(zip(("valid", "invalid", "errors", "skipped"), totals, strict=True)),
-            "cores": len(os.sched_getaffinity(0)), "load": common.load()}  # fmt: skip
+        renders = [" ".join(map(_quote, [str(helm.path), *s.request(version).helm_args()])) for s, v in cases()
+                   if v == version]  # fmt: skip
+        per_case += [f'{r} | {" ".join(map(_quote, kc))} >>"$OUT"' for r in renders]
+        per_version.append("{ " + "; ".join(renders) + "; } | " + " ".join(map(_quote, kc)) + ' >>"$OUT"')
+    result: dict[str, Any] = {"cases": len(cases()), "cores": len(os.sched_getaffinity(0))}
+    for name, script in (("kubeconform per case", per_case), ("kubeconform per version", per_version)):
+        with tempfile.TemporaryDirectory(prefix="dlcharts-bench-verdict-") as tmp:
+            out, run = Path(tmp) / "kubeconform.jsonl", Path(tmp) / "run.sh"
+            run.write_text("\n".join(script) + "\n")
+            seconds, proc = _timed(
+                lambda run=run, out=out: subprocess.run(
+                    ["bash", str(run)], env={**os.environ, "OUT": str(out)}, capture_output=True, text=True, check=False
+                )
+            )
+            found = re.findall(r'"valid": (\d+),\s*"invalid": (\d+),\s*"errors": (\d+),\s*"skipped": (\d+)',
+                               out.read_text())  # fmt: skip
+        totals = dict(zip(("valid", "invalid", "errors", "skipped"), [sum(int(f[i]) for f in found) for i in range(4)],
+                          strict=True))  # fmt: skip
+        result[name] = {"seconds": seconds, "verdict": totals, "exit": proc.returncode, "load": common.load()}
+        print(f"verdict: helm template | {name}: {seconds:.1f} s, {totals}", flush=True)
+    for mode in ("server", "binary"):
+        env = {**os.environ, render_server.RENDERER_ENV: mode}
+        seconds, proc = _timed(
+            lambda env=env: subprocess.run(
+                [sys.executable, __file__, "ours-verdict"], env=env, capture_output=True, text=True, check=False
+            )
+        )
+        verdict = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else proc.stderr[-600:]
+        result[f"ours, {mode}"] = {"seconds": seconds, "verdict": verdict, "exit": proc.returncode,
+                                   "load": common.load()}  # fmt: skip
+        print(f"verdict: ours, {mode}: {seconds:.1f} s, {verdict}", flush=True)
+    return result
 
 
 def _quote(word: str) -> str:
@@ -324,13 +336,21 @@ def section(data: dict[str, Any]) -> list[str]:
         lines += ["", "Commands: " + "; ".join(f"`{r['command']}`" for r in tiers["rows"]), ""]
     verdict = data.get("verdict")
     if verdict and "error" not in verdict:
-        ratio = verdict["theirs_seconds"] / verdict["ours_seconds"]
+        ours = verdict["ours, server"]["seconds"]
         lines += [
-            f"**Chart to verdict** ({verdict['cases']} cases: every chart x ci scenario x Kubernetes version, "
-            f"{verdict['cores']} cores, one side after the other): ours (one Python process: cold render through the "
-            f"server, objects from its JSON, strict schemas) {verdict['ours_seconds']:.1f} s ({verdict['ours']}); "
-            f"`helm template … | kubeconform -strict` per case {verdict['theirs_seconds']:.1f} s "
-            f"(kubeconform: {verdict['kubeconform']}). Ours is **{ratio:.2f}x** as fast (target ≥ 3x).",
+            f"**Chart to verdict** ({verdict['cases']} cases: every chart x ci scenario x Kubernetes version, cold, no "
+            f"render cache; {verdict['cores']} cores, one row after the other). Ours: one Python process (start-up, "
+            "imports and validator compilation included) rendering each case and validating it with the strict "
+            "schemas of its version. kubeconform: `helm template … | kubeconform -strict` with the same schemas "
+            "(CRDs first).",
+            "",
+            "| chart to verdict | wall s | verdict | vs ours (server) |",
+            "|---|---:|---|---:|",
+            *[
+                f"| {name} | {row['seconds']:.1f} | {row['verdict']} | {row['seconds'] / ours:.2f}x |"
+                for name, row in verdict.items()
+                if isinstance(row, dict)
+            ],  # fmt: skip
             "",
         ]
     elif verdict:
