@@ -9,8 +9,8 @@ STAMP := $(VENV)/.installed
 # Tiers without a cluster run on every core (pytest-xdist): helm processes dominate them and are independent.
 PARALLEL ?= -n auto
 
-.PHONY: help setup tools dist control-plane test test-images test-unit test-render test-render-helm3 test-properties test-cluster test-example \
-        lint snapshots demo docs clean repo repo-oci release-check bench
+.PHONY: help setup tools dist control-plane test test-images test-unit test-render test-render-helm3 test-identity test-properties test-cluster test-example \
+        lint snapshots demo docs clean repo repo-oci release-check bench bench-render
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -29,8 +29,8 @@ $(DOCS_GEN): ci/docs/package.json ci/docs/package-lock.json
 
 setup: $(STAMP) tools $(DOCS_GEN)  ## virtualenv with the harness, pinned helm/kubectl, the README generator
 
-tools: $(STAMP)  ## install the pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/; links in .tools/bin
-	$(PY) -m dlcharts.toolchain >/dev/null
+tools: $(STAMP)  ## pinned helm 4, helm 3 and kubectl (sha256-verified) into .tools/, links in .tools/bin; the in-process renderers (built once)
+	$(VENV)/bin/dlcharts tools | tail -n 1
 	mkdir -p .tools/bin
 	ln -sfn ../helm-v4.3.1/helm .tools/bin/helm
 	ln -sfn ../$(HELM3)/helm .tools/bin/helm3
@@ -58,7 +58,7 @@ OTHER_CLUSTER := DLCHARTS_CLUSTER_NAME=dlcharts-other $(PYTEST) tests/repo tests
   $(addprefix --ignore=,$(REAL_TRAINING)) --dlcharts-cluster-name dlcharts-other
 
 test: setup control-plane  ## every tier CI runs
-	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties examples -p no:cacheprovider \
+	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties tests/identity examples -p no:cacheprovider \
 	  --junitxml=reports/junit.xml
 	bash ci/together.sh \
 	  real-training '$(PYTEST) $(REAL_TRAINING) -p no:cacheprovider --junitxml=reports/junit-real-training.xml' \
@@ -77,6 +77,9 @@ test-render-helm3: setup  ## render tier under Helm 3
 test-images: setup  ## local registry and helper image (mmdebstrap, umoci, crane; as root)
 	bash ci/build-control-plane.sh registry crane >/dev/null
 	$(PYTEST) tests/images
+
+test-identity: setup  ## the in-process renderer vs the helm binary, byte for byte: every chart x scenario x Kubernetes version, both helms
+	$(PYTEST) $(PARALLEL) tests/identity
 
 test-properties: setup  ## property tier (hypothesis over values)
 	$(PYTEST) $(PARALLEL) tests/properties
@@ -143,6 +146,9 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 bench: $(BENCH_STAMP) tools  ## benchmarks (validation vs kubeconform, render, scale, scheduling, test tiers) -> bench/results.md + PNGs
 	$(PY) bench/run.py
+
+bench-render: $(BENCH_STAMP) tools  ## in-process renderer vs helm binary vs helm-unittest, tiers, chart to verdict -> bench/results.md section 10
+	$(PY) bench/renderers.py
 
 clean:  ## remove the virtualenv, tools and caches
 	rm -rf $(VENV) .tools reports .pytest_cache .hypothesis

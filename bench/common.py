@@ -112,3 +112,29 @@ def machine() -> dict[str, Any]:
         },
         "argv": " ".join([Path(sys.executable).name, *sys.argv]),
     }
+
+
+def write_between(begin: str, end: str, lines: list[str], heading: str = "") -> bool:
+    """Replace the text between the markers ``begin`` and ``end`` in bench/results.md with ``lines`` (markers
+    included, as ``lines`` must start and end with them); without the markers, append ``heading`` and ``lines``
+    at the end. The text around them is kept (results.md has hand-written parts)."""
+    path = BENCH / "results.md"
+    text = path.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        path.write_text(head + "\n".join(lines) + tail)
+        return True
+    if not heading:
+        return False
+    path.write_text(text.rstrip() + "\n\n" + heading + "\n\n" + "\n".join(lines) + "\n")
+    return True
+
+
+def replace_section(number: str, lines: list[str]) -> None:
+    """Replace section ``## <number>.`` of bench/results.md (up to the next ``## `` heading) with ``lines``."""
+    path = BENCH / "results.md"
+    text = path.read_text()
+    start = text.index(f"\n## {number}. ") + 1
+    following = text.find("\n## ", start)
+    path.write_text(text[:start] + "\n".join(lines).rstrip() + "\n" + (text[following:] if following >= 0 else ""))

@@ -230,13 +230,8 @@ def generated_part(data: dict[str, Any]) -> list[str]:
 
 def write_results(data: dict[str, Any]) -> None:
     """Replace the generated part of results.md's framework section (the text around it is written by hand)."""
-    text = (common.BENCH / "results.md").read_text()
-    if BEGIN not in text or END not in text:
+    if not common.write_between(BEGIN, END, generated_part(data)):
         print(f"results.md has no {BEGIN!r} ... {END!r} markers: not updated")
-        return
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    (common.BENCH / "results.md").write_text(head + "\n".join(generated_part(data)) + tail)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """Part 2: render + validate cost per chart scenario (Kubernetes 1.35.0, strict schemas).
 
-For each scenario: a cold render (the pinned helm binary, one process per render, no cache), a render served
-from the Renderer's memory cache, one served from its disk cache (a fresh Renderer reading the cached
+For each scenario: a cold render (no cache; by the in-process renderer where it runs, see bench/renderers.py),
+a render served from the Renderer's memory cache, one served from its disk cache (a fresh Renderer reading the cached
 manifest: what a second test run pays), strict schema validation (validators compiled once, as in a test
 session) and the policies. Medians of --repeat.
 
-There is no in-process render path in dlcharts: every render runs the pinned helm binary. (Why the PyPI
-helm-python-sdk is not one: bench/results.md, "In-process rendering".)
+(Why the PyPI helm-python-sdk is not the in-process renderer: bench/results.md, "In-process rendering".)
 
 Usage: .venv/bin/python bench/render_validate.py [--repeat N] [--out bench/results-render-validate.md]
        (run by bench/run.py with --json-only, which writes build/bench/render_validate.json instead)
@@ -24,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
+from dlcharts import render_server  # noqa: E402
 from dlcharts.helm import find_helm  # noqa: E402
 from dlcharts.policies import run_policies  # noqa: E402
 from dlcharts.render import Renderer  # noqa: E402
@@ -65,7 +65,8 @@ def measure(repeat: int) -> dict[str, Any]:
                 }
             )
             print(f"render_validate: {scenario.id}: cold {common.median(cold) * 1e3:.0f} ms", flush=True)
-    return {"rows": rows, "repeat": repeat, "kube_version": version, "helm": helm.version}
+    renderer = render_server.describe(helm).removeprefix("renderer: ")
+    return {"rows": rows, "repeat": repeat, "kube_version": version, "helm": helm.version, "renderer": renderer}
 
 
 def table(data: dict[str, Any]) -> list[str]:

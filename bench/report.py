@@ -68,7 +68,7 @@ def validation_section(v: dict[str, Any] | None, targets: list[tuple[str, str, s
         f"building the corpus took {c['render_seconds']:.0f} s.",
         "",
         "**Schemas, one source for both**: the strict v1.35 set shipped in `kubernetes-validate` (what our "
-        "validator reads), copied for kubeconform to `build/bench/kubeconform-schemas/` as "
+        "validator reads), copied for kubeconform to `build/bench/kubeconform-schemas/v1.35.0/` as "
         "`{{ .ResourceKind }}{{ .KindSuffix }}.json` (the package already names files that way) with `$id` "
         "dropped and `/api/_definitions.json` references made relative, so kubeconform resolves them offline. "
         "CRD kinds (Kueue, JobSet, PodGroup, ServiceMonitor) are validated by **both** sides from "
@@ -270,22 +270,22 @@ def render_section(rv: dict[str, Any] | None) -> list[str]:
         return [*out, "Not run (see build/bench/render_validate.log).", ""]
     out += [
         f"Every chart x ci scenario, Kubernetes {rv['kube_version']}, helm {rv['helm']}, median of {rv['repeat']}. "
-        "*Cold*: `Renderer(helm).render()` with no cache, one helm process per render (what the first test run "
-        "and CI pay). *Memory cache*: the same Renderer again (inputs hashed, parsed objects reused). "
+        f"*Cold*: `Renderer(helm).render()` with no cache ({rv.get('renderer', 'one helm process per render')}; "
+        "what the first test run and CI pay). *Memory cache*: the same Renderer again (inputs hashed, parsed "
+        "objects reused). "
         "*Disk cache*: a fresh Renderer whose cache folder holds the manifest (what a second `pytest` run pays: "
         "hash inputs, read, parse). Schema validation with validators already compiled, as in a test session.",
         "",
         *render_validate.table(rv),
         "",
-        "**In-process rendering**: dlcharts has no in-process path; every render runs the pinned helm binary. The "
-        "PyPI package `helm-python-sdk` (0.2.2, a ctypes binding to a bundled `libhelm_c.so`) was tried by hand "
-        "(`bench/helm_sdk_probe.py`, in a separate virtualenv) and is not used: it bundles Helm v4.2.3, not the "
-        "pinned v4.3.1; its `Chart.render()` takes no Kubernetes version or API versions, so our charts' "
-        "`semverCompare` gates on `.Capabilities.KubeVersion` cannot be driven for 1.29-1.35; and it returns a "
-        "map of template path to text (NOTES.txt included, no hook separation or manifest ordering) instead of "
-        "`helm template`'s stream, so its output is not byte-identical to the pinned binary's (the probe prints "
-        "the diff). A load+render of tensorflow-dist took 30-40 ms in-process against 150-200 ms for a helm "
-        "process on this machine (one manual run), so it would be faster, but it is not the same renderer.",
+        "**In-process rendering**: dlcharts renders with a server linked to the pinned helm (section 10 compares it "
+        "with the binary and helm-unittest). The PyPI package `helm-python-sdk` (0.2.2, a ctypes binding to a "
+        "bundled `libhelm_c.so`) was tried first (`bench/helm_sdk_probe.py`, in a separate virtualenv) and is not "
+        "used: it bundles Helm v4.2.3, not the pinned v4.3.1; its `Chart.render()` takes no Kubernetes version or "
+        "API versions, so our charts' `semverCompare` gates on `.Capabilities.KubeVersion` cannot be driven for "
+        "1.29-1.35; and it returns a map of template path to text (NOTES.txt included, no hook separation or "
+        "manifest ordering) instead of `helm template`'s stream, so its output is not byte-identical to the pinned "
+        "binary's (the probe prints the diff).",
         "",
     ]
     return out

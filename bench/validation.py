@@ -40,7 +40,6 @@ import common  # noqa: E402
 CORPUS = common.WORK / "corpus"
 KC_SCHEMAS = common.WORK / "kubeconform-schemas"
 CRDS = common.ROOT / "src" / "dlcharts" / "crds"
-SCHEMA_SET = "v1.35.0-local-strict"
 # Training scenarios are rendered again for these worker counts, round after round (each render with a new
 # release name), until the corpus holds enough objects: job sizes people run, not one ever-growing job.
 WORKER_CYCLE = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -146,33 +145,35 @@ def write_broken(text: str, dest: Path, share: float = 0.01, seed: int = 7) -> i
     return len(picked)
 
 
-def kubeconform_schemas() -> Path:
-    """The v1.35 strict schema set, rewritten so kubeconform resolves its references from local files."""
+def kubeconform_schemas(version: str = common.KUBE_VERSION) -> Path:
+    """The strict schema set of Kubernetes ``version``, rewritten so kubeconform resolves its references from local
+    files (build/bench/kubeconform-schemas/v<version>)."""
     from dlcharts.schemas import _schema_root
 
-    src = _schema_root() / SCHEMA_SET
-    stamp = KC_SCHEMAS / ".source"
+    src = _schema_root() / f"v{version}-local-strict"
+    dest = KC_SCHEMAS / f"v{version}"
+    stamp = dest / ".source"
     marker = f"{src}\n{sum(p.stat().st_mtime_ns for p in src.glob('*.json'))}\n"
     if stamp.is_file() and stamp.read_text() == marker:
-        return KC_SCHEMAS
-    KC_SCHEMAS.mkdir(parents=True, exist_ok=True)
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
     for path in src.glob("*.json"):
         doc = json.loads(path.read_text())
         doc.pop("$id", None)  # https://kubernetes.io/... would make every $ref a URL to fetch
         data = json.dumps(doc).replace('"/api/_definitions.json#', '"_definitions.json#')
-        (KC_SCHEMAS / path.name).write_text(data)
+        (dest / path.name).write_text(data)
     stamp.write_text(marker)
-    return KC_SCHEMAS
+    return dest
 
 
 # ----- running each side ---------------------------------------------------------------------------------
 
 
-def schema_locations() -> list[str]:
+def schema_locations(version: str = common.KUBE_VERSION) -> list[str]:
     """kubeconform's schema locations: the CRDs first (as ours looks them up first), then Kubernetes'."""
     return [
         str(CRDS) + "/{{ .Group }}_{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json",
-        str(KC_SCHEMAS) + "/{{ .ResourceKind }}{{ .KindSuffix }}.json",
+        str(KC_SCHEMAS / f"v{version}") + "/{{ .ResourceKind }}{{ .KindSuffix }}.json",
     ]
 
 

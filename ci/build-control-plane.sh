@@ -4,9 +4,12 @@
 #   ci/build-control-plane.sh            build what is missing, print one "<name> <path>" line per binary
 #   ci/build-control-plane.sh --check    build nothing; exit 1 naming every missing binary
 #   ci/build-control-plane.sh NAME...    only these (kube-apiserver kube-controller-manager kube-scheduler
-#                                        kubelet kwok kwokctl etcd coredns registry crane kube-router)
+#                                        kubelet kwok kwokctl etcd coredns registry crane kube-router, or the render
+#                                        servers helm4-render helm3-render, or helm-unittest for the
+#                                        benchmark: no default build includes these three)
 #
-# Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it.
+# Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it (the
+# render servers: the same under the tools folder, see target()).
 # A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt), so a
 # second run only hashes files. Versions are pinned in
 # src/dlcharts/cluster/versions.env (read by the Python side too).
@@ -22,6 +25,11 @@
 #                       default is etcd 3.6); a Go build also keeps one install path on every machine.
 #   github.com/coredns/coredns  coredns, the real node's cluster DNS (Debian has no coredns package).
 #   github.com/cloudnativelabs/kube-router/v2   kube-router, the real node's NetworkPolicy firewall.
+#   helm.sh/helm/v4, helm.sh/helm/v3   helm4-render and helm3-render, the harness's in-process `helm template`
+#                       (dlcharts.render_server), from the modules in ci/helm-render/ with their committed
+#                       go.sum, at the helm versions their go.mod pins (the same as src/dlcharts/toolchain.py's).
+#                       Their cache version is the helm version and a hash of ci/helm-render/common and the
+#                       server's own folder, so an edit to the server's source builds a new one beside the old.
 # containerd, runc and the CNI plugins of the real node are Debian packages (see .ci/run), not built here.
 # The wrapper modules are generated under ${DLCHARTS_CACHE}/build/, never committed.
 # Builds run under `nice -n 10` (2 shared cores), with -trimpath -ldflags='-s -w', CGO_ENABLED=0, and a
@@ -83,11 +91,29 @@ all+=(registry crane)
 # the real node's NetworkPolicy enforcement (dlcharts.cluster.netpol)
 version[kube-router]=$KUBE_ROUTER_VERSION
 all+=(kube-router)
+# the render servers: helm version from their go.mod, then a hash of their sources (see the header)
+render_version() { # MAJOR
+  local src=$repo/ci/helm-render helm hash
+  helm=$(sed -n "s#^[[:space:]]*helm\.sh/helm/v$1 \(v[0-9][^ ]*\)\$#\1#p" "$src/helm$1/go.mod" | head -1)
+  [[ -n $helm ]] || die "ci/helm-render/helm$1/go.mod requires no helm.sh/helm/v$1"
+  hash=$(cd "$src" && find common "helm$1" -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+  echo "$helm-$hash"
+}
+version[helm4-render]=$(render_version 4)
+version[helm-unittest]=$HELM_UNITTEST_VERSION  # bench/renderers.py's third renderer; no default build
+version[helm3-render]=$(render_version 3)
 
-target() { echo "$bindir/$1-${version[$1]}/$1"; }
+# The render servers go with the pinned helm binaries, in the harness's tools folder (dlcharts.toolchain.tools_dir:
+# $DLCHARTS_TOOLS_DIR, else .tools/ of this checkout), not under $DLCHARTS_CACHE, which tests point elsewhere.
+target() {
+  case $1 in
+    helm*-render) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$1-${version[$1]}/$1" ;;
+    *) echo "$bindir/$1-${version[$1]}/$1" ;;
+  esac
+}
 
 # The arguments with which a binary prints its version (running it proves an unrecorded cache entry is whole).
-version_args() { case $1 in coredns) echo -version ;; crane) echo version ;; *) echo --version ;; esac; }
+version_args() { case $1 in coredns) echo -version ;; crane) echo version ;; helm-unittest) echo --help ;; *) echo --version ;; esac; }
 
 # cached NAME: the cache holds NAME as it was built: its sha256 equals the one install_bin recorded beside it
 # (NAME.sha256). An entry without a record (cached before records existed) is adopted when it runs its version
@@ -117,7 +143,8 @@ for arg in "$@"; do
     --check) check=1 ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     -*) die "unknown option $arg (see --help)" ;;
-    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]}"; wanted+=("$arg") ;;
+    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]} helm4-render helm3-render helm-unittest"
+       wanted+=("$arg") ;;
   esac
 done
 ((${#wanted[@]})) || wanted=("${all[@]}")
@@ -275,6 +302,9 @@ EOF
 # registry and crane measured cold (empty module cache for both, Go build cache shared with a kube-apiserver build running at
 # the same time, load 12-17 on 2 cores): registry 1109 s wall (most of it waiting for CPU), crane 30 s;
 # 3m41s user for both, 20 min wall. Warm: file checks only.
+# With KEEP_REPLACES=1 the wrapper also takes the module's own replace directives that point at other modules (a
+# dependency's replaces are ignored otherwise, and helm-unittest builds only with its fork of yaml-jsonpath), and
+# EXTRA_REQUIRES pins what that fork needs and its go.mod does not name (go mod tidy would take the newest).
 build_go_tool() { # NAME MODULE VERSION PKG LDFLAGS
   local name=$1 module=$2 ver=$3 pkg=$4 ldflags=$5 mod
   need "$name" || return 0
@@ -282,14 +312,31 @@ build_go_tool() { # NAME MODULE VERSION PKG LDFLAGS
   mkdir -p "$mod"
   printf '%s\n' "// Generated by ci/build-control-plane.sh: builds $name from $module." \
     "module dlcharts.local/tools/$name" "" "go 1.26.0" "" "require $module $ver" "" "tool $pkg" >"$mod/go.mod"
+  if [[ ${KEEP_REPLACES:-0} == 1 ]]; then
+    sed -n 's#^replace \(.* => [^./][^ ]* v[^ ]*\)$#replace \1#p' "$(module_info "$module@$ver" GoMod)" >>"$mod/go.mod"
+  fi
+  local req
+  for req in ${EXTRA_REQUIRES:-}; do echo "require ${req/@/ }" >>"$mod/go.mod"; done
   (cd "$mod" && go mod tidy)
   (cd "$mod" && timed_build "$name" "$pkg" "$ldflags")
+}
+
+# helm4-render / helm3-render, built in their own committed module (go.sum checks every module it downloads).
+# Cold (empty Go build cache, module cache warm): 8.5 CPU-minutes for both (README, "Renders run in-process").
+build_render_server() { # NAME MAJOR
+  need "$1" || return 0
+  (cd "$repo/ci/helm-render/helm$2" && export GOFLAGS="-buildvcs=false -mod=readonly" && timed_build "$1" . "")
 }
 
 if ((${#missing[@]})); then
   start=$SECONDS
   for name in "${missing[@]}"; do
     case $name in
+      helm4-render) build_render_server helm4-render 4 ;;
+      helm-unittest) KEEP_REPLACES=1 EXTRA_REQUIRES="golang.org/x/xerrors@v0.0.0-20240903120638-7835f813f4da \
+        github.com/nxadm/tail@v1.4.11" build_go_tool helm-unittest github.com/helm-unittest/helm-unittest \
+        "$HELM_UNITTEST_VERSION" github.com/helm-unittest/helm-unittest/cmd/helm-unittest "" ;;
+      helm3-render) build_render_server helm3-render 3 ;;
       registry) build_go_tool registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" \
         github.com/distribution/distribution/v3/cmd/registry \
         "-X github.com/distribution/distribution/v3/version.version=$DISTRIBUTION_VERSION" ;;

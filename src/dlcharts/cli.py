@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from dlcharts import __version__, toolchain
+from dlcharts import __version__, render_server, toolchain
 from dlcharts.cluster import cli as cluster_cli
 from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaError, read_yaml
 from dlcharts.findings import Finding, report
@@ -249,6 +249,13 @@ def snapshot_path(root: Path, scenario: Scenario) -> Path:
 def cmd_tools(args: argparse.Namespace) -> int:
     for path in toolchain.install(args.keys or None):
         print(path)
+    if not args.keys:
+        try:
+            for path in render_server.build_all().values():
+                print(path)
+        except DLChartsError as exc:
+            render_server.notice(find_helm(args.helm), str(exc))
+    print(render_server.describe(find_helm(args.helm)))
     return 0
 
 
@@ -344,8 +351,16 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--junit-xml", help="write a JUnit XML report here")
     snapshot.set_defaults(func=cmd_snapshot)
 
-    tools = sub.add_parser("tools", help=f"install the pinned helm/kubectl binaries into {toolchain.tools_dir()}")
-    tools.add_argument("keys", nargs="*", help=f"tools to install (default all: {', '.join(toolchain.TOOLS)})")
+    tools = sub.add_parser(
+        "tools", help=f"install the pinned helm/kubectl binaries into {toolchain.tools_dir()}, build the in-process "
+        "renderers (ci/build-control-plane.sh) and say which renderer renders",
+    )  # fmt: skip
+    tools.add_argument(
+        "keys", nargs="*", help=f"tools to install (default all: {', '.join(toolchain.TOOLS)}, and the renderers)"
+    )
+    tools.add_argument(
+        "--helm", choices=toolchain.HELM_MATRIX, help=f"the helm whose renderer to report; {HELM_OPTION_HELP}"
+    )
     tools.set_defaults(func=cmd_tools)
 
     run = sub.add_parser(

@@ -39,9 +39,9 @@ class Helm:
         ``env`` adds to (or overrides) the environment, e.g. a cluster's KUBECONFIG."""
         proc = subprocess.run(
             [str(self.path), *args], capture_output=True, text=True, check=False, timeout=timeout,
-            env={**_helm_env(), **(env or {})},
+            env={**helm_env(), **(env or {})},
         )  # fmt: skip
-        proc.stderr = _without_link_notices(proc.stderr)
+        proc.stderr = without_link_notices(proc.stderr)
         if check and proc.returncode != 0:
             raise ToolchainError(f"helm {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
         return proc
@@ -52,12 +52,12 @@ class Helm:
 _LINK_NOTICE_RE = re.compile(r"^.*found symbolic link in path.*\n?", re.MULTILINE)
 
 
-def _without_link_notices(stderr: str) -> str:
+def without_link_notices(stderr: str) -> str:
     """helm's stderr without its notices about followed links, which say nothing about the user's input."""
     return _LINK_NOTICE_RE.sub("", stderr)
 
 
-def _helm_env() -> dict[str, str]:
+def helm_env() -> dict[str, str]:
     # Keep helm away from the user's repositories and plugins so renders are reproducible.
     env = dict(os.environ)
     env.setdefault("HELM_PLUGINS", os.devnull)

@@ -15,6 +15,7 @@ A chart author's whole test file can be::
 from __future__ import annotations
 
 import hashlib
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from dlcharts import render_server
 from dlcharts.errors import DLChartsError
 from dlcharts.findings import Finding, report
 from dlcharts.helm import HELM_OPTION_HELP, Helm, find_helm
@@ -47,6 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dlcharts-kube-version", action="append", help="Kubernetes version(s) to validate against")
     group.addoption("--dlcharts-update-snapshots", action="store_true", help="write golden snapshots, do not compare")
     group.addoption("--dlcharts-no-cache", action="store_true", help="do not use the on-disk render cache")
+    group.addoption("--dlcharts-compare-renderers", action="store_true",
+                    help="render with the in-process renderer and the helm binary (no disk cache): a render they "
+                         "print, fail or decode differently fails its test; the binary's render is used")  # fmt: skip
     group.addoption("--dlcharts-crd", action="append", default=[], metavar="FILE",
                     help="validate custom resources with the CRDs in FILE (YAML or a folder; repeatable)")  # fmt: skip
     group.addoption("--dlcharts-cluster", choices=["embedded", "kubeconfig", "kind"], default=None,
@@ -93,10 +98,50 @@ def helm(pytestconfig: pytest.Config) -> Helm:
         pytest.fail(str(exc), pytrace=False)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Build the in-process renderers once, here in the controller, before pytest-xdist starts its workers (they
+    only find them built); where that fails, say why once: every worker then renders with the helm binary."""
+    if hasattr(session.config, "workerinput"):
+        return
+    try:
+        if render_server.renderer_mode() == "binary":
+            return
+        render_server.build_all()
+    except DLChartsError as exc:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        line = f"dlcharts: in-process renderer unavailable ({exc}); rendering with the helm binary"
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line, file=sys.stderr)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: the controller adds up every worker's counts
+        workeroutput["dlcharts_compared"] = dict(render_server.COMPARED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    render_server.COMPARED.update(getattr(node, "workeroutput", {}).get("dlcharts_compared", {}))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    compared = render_server.COMPARED
+    if compared["renders"] or config.getoption("--dlcharts-compare-renderers", default=False):
+        terminalreporter.write_line(
+            f"dlcharts: in-process renderer vs helm binary: {compared['identical']}/{compared['renders']} "
+            "renders identical"
+        )
+
+
 @pytest.fixture(scope="session")
 def chart_renderer(helm: Helm, pytestconfig: pytest.Config) -> Renderer:
-    cache = None if pytestconfig.getoption("--dlcharts-no-cache") else default_cache_dir()
-    return Renderer(helm, cache_dir=cache)
+    """The session's Renderer: the in-process renderer for ``helm`` (the binary where it is unavailable)."""
+    compare = bool(pytestconfig.getoption("--dlcharts-compare-renderers"))
+    cache = None if compare or pytestconfig.getoption("--dlcharts-no-cache") else default_cache_dir()
+    return Renderer(helm, cache_dir=cache, compare=compare)
 
 
 @pytest.fixture(scope="session")

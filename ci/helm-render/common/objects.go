@@ -1,0 +1,313 @@
+package render
+
+// The harness splits `helm template`'s stream at `---` lines and decodes each piece with PyYAML's YAML 1.1
+// SafeLoader (libyaml's parser, PyYAML's resolver and constructor). Decoding is most of the time of validating a
+// render in Python, so the server decodes each piece here and sends it as JSON, which Python reads many times
+// faster, with the same result: the same types for every scalar ("yes" and "on" are booleans, "0777" is octal,
+// "1e3" is a string, "1:20" is 80). Where JSON cannot say what PyYAML would build (a date, a NaN, a key that is
+// not a string, an explicit tag, an anchor, a merge key, input PyYAML might reject) the piece is marked for
+// PyYAML, which then decides, errors included. tests/unit/test_render_server.py holds the two decoders to equality.
+
+import (
+	"bytes"
+	"io"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`) // dlcharts.render._DOC_SPLIT_RE
+
+// PyYAML's implicit resolvers (yaml/resolver.py), tried in the order PyYAML registers them.
+var (
+	yamlBool      = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
+	yamlFloat     = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
+	yamlInt       = regexp.MustCompile(`^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	yamlMerge     = regexp.MustCompile(`^(?:<<)$`)
+	yamlNull      = regexp.MustCompile(`^(?:~|null|Null|NULL|)$`)
+	yamlTimestamp = regexp.MustCompile(`^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$`)
+	yamlValue     = regexp.MustCompile(`^(?:=)$`)
+)
+
+// Python refuses to read integers longer than this from text (sys.int_info.default_max_str_digits is 4300).
+const maxIntDigits = 4000
+
+// WriteObjects appends `"objects":[...],"fallback":[...]` for manifest: one entry per piece between `---`
+// lines (empty pieces included, so indexes match the harness's split), the decoded piece or null, and the
+// indexes of the pieces left to PyYAML.
+func WriteObjects(buf *bytes.Buffer, manifest string) {
+	var fallback []int
+	buf.WriteString(`"objects":[`)
+	for i, piece := range documentSeparator.Split(manifest, -1) {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		mark := buf.Len()
+		if !writeDocument(buf, piece) {
+			buf.Truncate(mark)
+			buf.WriteString("null")
+			fallback = append(fallback, i)
+		}
+	}
+	buf.WriteString(`],"fallback":[`)
+	for i, index := range fallback {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(strconv.Itoa(index))
+	}
+	buf.WriteByte(']')
+}
+
+// writeDocument writes one piece as JSON (null for an empty one) and says whether it could.
+func writeDocument(buf *bytes.Buffer, text string) bool {
+	if !utf8.ValidString(text) || strings.ContainsRune(text, '\ufeff') {
+		return false // PyYAML rejects (or strips) these its own way
+	}
+	decoder := yaml.NewDecoder(strings.NewReader(text))
+	var doc yaml.Node
+	switch err := decoder.Decode(&doc); {
+	case err == io.EOF:
+		buf.WriteString("null")
+		return true
+	case err != nil:
+		return false
+	}
+	var more yaml.Node
+	if decoder.Decode(&more) != io.EOF {
+		return false // PyYAML's yaml.load refuses a piece with two documents
+	}
+	if len(doc.Content) == 0 {
+		buf.WriteString("null")
+		return true
+	}
+	d := &document{text: text, bang: strings.IndexByte(text, '!') >= 0}
+	return d.write(buf, doc.Content[0])
+}
+
+type document struct {
+	text       string
+	bang       bool  // the text has a '!', so a node may carry the non-specific tag
+	lineStarts []int // byte offset of each line, computed when first needed
+}
+
+const quoted = yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle
+
+func (d *document) write(buf *bytes.Buffer, n *yaml.Node) bool {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode || n.Style&yaml.TaggedStyle != 0 {
+		return false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		buf.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i]
+			if key.Kind != yaml.ScalarNode || key.Anchor != "" || key.Style&yaml.TaggedStyle != 0 {
+				return false
+			}
+			if key.Style&quoted == 0 && (d.nonSpecificTag(key) || !isPlainString(key.Value)) {
+				return false // PyYAML would build a bool, number or None key, or merge mappings
+			}
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeString(buf, key.Value)
+			buf.WriteByte(':')
+			if !d.write(buf, n.Content[i+1]) {
+				return false
+			}
+		}
+		buf.WriteByte('}')
+		return true
+	case yaml.SequenceNode:
+		buf.WriteByte('[')
+		for i, item := range n.Content {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if !d.write(buf, item) {
+				return false
+			}
+		}
+		buf.WriteByte(']')
+		return true
+	case yaml.ScalarNode:
+		if n.Style&quoted != 0 {
+			writeString(buf, n.Value)
+			return true
+		}
+		if d.nonSpecificTag(n) {
+			return false
+		}
+		return writePlain(buf, n.Value)
+	}
+	return false
+}
+
+// nonSpecificTag says whether a plain scalar is written `! value` (a string to PyYAML; yaml.v3 resolves it). A
+// node's position is that of its tag when it has one, and a plain scalar never starts with '!'.
+func (d *document) nonSpecificTag(n *yaml.Node) bool {
+	if !d.bang {
+		return false
+	}
+	if d.lineStarts == nil {
+		d.lineStarts = []int{0}
+		for i := 0; i < len(d.text); i++ {
+			if d.text[i] == '\n' {
+				d.lineStarts = append(d.lineStarts, i+1)
+			}
+		}
+	}
+	if n.Line < 1 || n.Line > len(d.lineStarts) {
+		return true // cannot tell: let PyYAML decide
+	}
+	rest := d.text[d.lineStarts[n.Line-1]:]
+	for column := 1; column < n.Column && rest != ""; column++ { // columns count characters
+		_, size := utf8.DecodeRuneInString(rest)
+		rest = rest[size:]
+	}
+	return strings.HasPrefix(rest, "!")
+}
+
+func isPlainString(value string) bool {
+	for _, r := range []*regexp.Regexp{yamlBool, yamlFloat, yamlInt, yamlMerge, yamlNull, yamlTimestamp, yamlValue} {
+		if r.MatchString(value) {
+			return false
+		}
+	}
+	return true
+}
+
+// writePlain writes a plain scalar as PyYAML's SafeConstructor builds it; false where JSON cannot hold that.
+func writePlain(buf *bytes.Buffer, value string) bool {
+	switch {
+	case yamlBool.MatchString(value):
+		switch strings.ToLower(value) {
+		case "yes", "true", "on":
+			buf.WriteString("true")
+		default:
+			buf.WriteString("false")
+		}
+		return true
+	case yamlFloat.MatchString(value):
+		return writeFloat(buf, value)
+	case yamlInt.MatchString(value):
+		return writeInt(buf, value)
+	case yamlMerge.MatchString(value):
+		return false
+	case yamlNull.MatchString(value):
+		buf.WriteString("null")
+		return true
+	case yamlTimestamp.MatchString(value), yamlValue.MatchString(value):
+		return false // a datetime or date; a `=` PyYAML has no constructor for
+	}
+	writeString(buf, value)
+	return true
+}
+
+// writeInt follows SafeConstructor.construct_yaml_int: underscores dropped, 0b binary, 0x hex, a leading 0
+// octal, colons base 60.
+func writeInt(buf *bytes.Buffer, value string) bool {
+	value = strings.ReplaceAll(value, "_", "")
+	negative := value[0] == '-'
+	if value[0] == '-' || value[0] == '+' {
+		value = value[1:]
+	}
+	n := new(big.Int)
+	ok := true
+	switch {
+	case value == "0":
+	case strings.HasPrefix(value, "0b"):
+		_, ok = n.SetString(value[2:], 2)
+	case strings.HasPrefix(value, "0x"):
+		_, ok = n.SetString(value[2:], 16)
+	case value[0] == '0':
+		_, ok = n.SetString(value, 8)
+	case strings.Contains(value, ":"):
+		sixty := big.NewInt(60)
+		for _, part := range strings.Split(value, ":") {
+			digit, good := new(big.Int).SetString(part, 10)
+			if !good {
+				return false
+			}
+			n.Mul(n, sixty).Add(n, digit)
+		}
+	default:
+		_, ok = n.SetString(value, 10)
+	}
+	if !ok {
+		return false // "0b" alone: PyYAML raises, and says so
+	}
+	if negative {
+		n.Neg(n)
+	}
+	text := n.String()
+	if len(text) > maxIntDigits {
+		return false
+	}
+	buf.WriteString(text)
+	return true
+}
+
+// writeFloat follows SafeConstructor.construct_yaml_float for finite numbers; infinities, NaN and base 60 go to
+// PyYAML.
+func writeFloat(buf *bytes.Buffer, value string) bool {
+	value = strings.ToLower(strings.ReplaceAll(value, "_", ""))
+	negative := value[0] == '-'
+	if value[0] == '-' || value[0] == '+' {
+		value = value[1:]
+	}
+	if strings.HasPrefix(value, ".inf") || strings.HasPrefix(value, ".nan") || strings.Contains(value, ":") {
+		return false
+	}
+	f, err := strconv.ParseFloat(value, 64)
+	if err != nil {
+		return false // out of range: Python makes it an infinity
+	}
+	if negative {
+		f = -f
+	}
+	text := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(text, ".e") {
+		text += ".0" // "100" would read back as an int
+	}
+	buf.WriteString(text)
+	return true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeString writes s as a JSON string: quotes, backslashes and control characters escaped, the rest as is.
+func writeString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf.WriteString(s[start:i])
+		switch c {
+		case '"', '\\':
+			buf.WriteByte('\\')
+			buf.WriteByte(c)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\t':
+			buf.WriteString(`\t`)
+		case '\r':
+			buf.WriteString(`\r`)
+		default:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[c>>4])
+			buf.WriteByte(hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	buf.WriteString(s[start:])
+	buf.WriteByte('"')
+}
