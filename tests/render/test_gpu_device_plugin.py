@@ -280,3 +280,12 @@ def test_the_dcgm_exporter_policy_stays_closed_until_metrics_from_names_a_scrape
     off = render(CHARTS / "gpu-device-plugin", set=["dcgmExporter.enabled=true", "networkPolicy.enabled=false"])
     caught = {f.object for f in find_problems(off) if f.check == "network-policy"}
     assert caught == {"DaemonSet/release-dcgm-exporter"}
+
+
+@pytest.mark.parametrize("component", ["devicePlugin", "gfd", "dcgmExporter", "tests"])
+def test_a_request_above_its_limit_is_refused_naming_both_values(component, render):
+    stderr = refusal(render, set=[f"{component}.resources.requests.memory=64Gi"])
+    assert (
+        f"{component}.resources.requests.memory is 64Gi but {component}.resources.limits.memory is" in stderr
+        and "Kubernetes refuses a request above its limit" in stderr
+    ), stderr

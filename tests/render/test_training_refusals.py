@@ -262,3 +262,76 @@ def test_a_tri_state_choice_names_its_choices_without_nil(setting, allowed, rend
     """null (= Horovod's default) is allowed by the schema's type, so the message lists only real choices."""
     stderr = refusal(render, "horovod-mpi", set=[setting])
     assert allowed in stderr and "<nil>" not in stderr, stderr
+
+
+# --- Rules the API server enforces in code (not in its OpenAPI schema): refused when the chart renders -----------
+
+
+def names_schema_path(stderr: str, path: str) -> bool:
+    """Whether a values-schema refusal names ``path`` (a.b.c): Helm 4 writes at '/a/b/c', Helm 3 a.b.c:."""
+    return f"at '/{path.replace('.', '/')}'" in stderr or f"- {path}:" in stderr
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+@pytest.mark.parametrize(
+    ("settings", "path", "expected"),
+    [
+        (["defaults.shm.sizeLimit=lots"], "defaults.shm.sizeLimit", "which is not a Kubernetes quantity"),
+        (["defaults.resources.limits.memory=16 GB"], "defaults.resources.limits.memory",
+         'is "16 GB", which is not a Kubernetes quantity; write a size with a unit'),
+        (["defaults.resources.requests.cpu=4", "defaults.resources.limits.cpu=2"], "defaults.resources.requests.cpu",
+         "is 4 but defaults.resources.limits.cpu is 2: Kubernetes refuses a request above its limit"),
+        (["roles.worker.resources.requests.memory=64Gi"], "roles.worker.resources.requests.memory",
+         "is 64Gi but defaults.resources.limits.memory is"),  # above the chart's default limit
+        (["roles.worker.resources.requests.cpu=lots"], "roles.worker.resources.requests.cpu",
+         'is "lots", which is not a Kubernetes quantity; write an amount of cores, e.g.'),
+        (["defaults.resources.requests.memory=-1Gi"], "defaults.resources.requests.memory",
+         "is -1Gi; a resource amount cannot be negative"),
+        (["defaults.resources.limits.example\\.com/nic=2", "defaults.resources.requests.example\\.com/nic=1"],
+         "defaults.resources.requests.example.com/nic", "requires the request of example.com/nic to equal its limit"),
+        (["peerWait.resources.requests.memory=1Ti"], "peerWait.resources.requests.memory",
+         "Kubernetes refuses a request above its limit"),
+    ],
+    ids=["shm-lots", "memory-16-GB", "cpu-request-above-limit", "request-above-default-limit", "cpu-lots",
+         "negative", "extended-unequal", "peer-wait"],
+)  # fmt: skip
+def test_resources_the_api_server_refuses_are_refused_naming_the_value(chart, settings, path, expected, render):
+    stderr = refusal(render, chart, set=settings)
+    assert f"{path} {expected}" in stderr or (path in stderr and expected in stderr), stderr
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+@pytest.mark.parametrize(
+    ("settings", "path"),
+    [
+        (["defaults.nodeSelector.bad\\ key!=x"], "defaults.nodeSelector"),
+        (["defaults.nodeSelector.pool=has space"], "defaults.nodeSelector.pool"),
+        (["roles.worker.podLabels.team=" + "x" * 64], "roles.worker.podLabels.team"),
+        (["defaults.podAnnotations.-bad=x"], "defaults.podAnnotations"),
+        (["defaults.image.tag=has space"], "defaults.image.tag"),
+        (["defaults.image.repository=Team/Train"], "defaults.image.repository"),
+        (["peerWait.image.tag=1.0+build"], "peerWait.image.tag"),
+        (["kueue.queueName=Team_A!"], "kueue.queueName"),
+    ],
+    ids=["label-key", "label-value", "label-value-64", "annotation-key", "tag-space", "repository-uppercase",
+         "tag-plus", "queue-name"],
+)  # fmt: skip
+def test_names_the_api_server_refuses_fail_the_values_schema(chart, settings, path, render):
+    stderr = refusal(render, chart, set=settings)
+    assert "values don't meet the specifications of the schema" in stderr, stderr
+    assert names_schema_path(stderr, path), stderr
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_valid_names_and_quantities_render(chart, render):
+    digest = "sha256:" + "0123456789abcdef" * 4
+    rendered = render(CHARTS / chart, set=[
+        "defaults.nodeSelector.cloud\\.example\\.com/gpu-type=A100_80GB", "defaults.podLabels.team=",
+        "defaults.podAnnotations.example\\.com/owner=anyone at all", f"defaults.image.tag=2.0.1_rc-1@{digest}",
+        "defaults.image.repository=registry.example.com:5000/ml/train_v2", "defaults.resources.requests.cpu=1500m",
+        "defaults.resources.limits.cpu=2", "defaults.resources.requests.memory=4e9",
+        "defaults.resources.limits.memory=4Gi", "defaults.resources.limits.example\\.com/nic=1",
+    ])  # fmt: skip
+    pod = rendered.get("Job", "release-worker").body["spec"]["template"]
+    assert pod["spec"]["nodeSelector"]["cloud.example.com/gpu-type"] == "A100_80GB"
+    assert main_container(rendered.get("Job", "release-worker").body)["image"].endswith(f":2.0.1_rc-1@{digest}")

@@ -79,13 +79,14 @@ digits and '-' become '-'; leading non-letters and trailing '-' dropped), for th
 {{/*
 dl-common.validate.release: the errors in the values every role shares: the names derived from the release
 (dl-common.validate.names, "roles": role -> count), the helper image peerWait.image (used by the
-peer-wait init containers and the helm test pod; dl-common.validate.image) and the global values
+peer-wait init containers and the helm test pod; dl-common.validate.image) and its resources, and the global values
 (dl-common.validate.global). Training charts call it once.
   {{- $errors = include "dl-common.validate.release" (dict "errors" $errors "roles" $roles "context" $) | fromJsonArray -}}
 */}}
 {{- define "dl-common.validate.release" -}}
 {{- $errors := include "dl-common.validate.names" . | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" .context.Values.peerWait.image "paths" (dict "repository" "peerWait.image.repository" "tag" "peerWait.image.tag")) | fromJsonArray -}}
+{{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" .context.Values.peerWait.resources "prefix" "peerWait.resources") | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.global" (dict "errors" $errors "context" .context) | fromJsonArray -}}
 {{- toJson $errors -}}
 {{- end -}}
@@ -153,6 +154,7 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $block := index ($s.resources | default dict) $kind | default dict -}}
 {{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (hasKey $block $resName) "message" (printf "%s sets %s; GPUs are requested with gpu.count and gpu.resource only (rendered into limits). Remove it from resources and set %s." (include "dl-common.values.path" (dict "role" $role "key" (printf "resources.%s" $kind) "context" $ctx)) $resName $countPath)) | fromJsonArray -}}
 {{- end -}}
+{{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" $s.resources "role" $role "context" $ctx) | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" $role "settings" $s "context" $ctx) | fromJsonArray -}}
 {{- $env := include "dl-common.pod.env" (dict "env" .env "watch" .watch "settings" $s "context" $ctx) | fromYamlArray -}}
 {{- $seen := dict -}}
@@ -180,6 +182,63 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- end -}}
 {{- $job := $s.job | default dict -}}
 {{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and (not (kindIs "invalid" $job.maxFailedIndexes)) (kindIs "invalid" $job.backoffLimitPerIndex)) "message" (printf "%s is set but backoffLimitPerIndex is null; Kubernetes accepts maxFailedIndexes only with backoffLimitPerIndex. Set %s or remove maxFailedIndexes." (include "dl-common.values.path" (dict "role" $role "key" "job.maxFailedIndexes" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "job.backoffLimitPerIndex" "context" $ctx)))) | fromJsonArray -}}
+{{- toJson $errors -}}
+{{- end -}}
+
+{{/*
+dl-common.validate.resources: the errors in one container's resources {requests, limits}, each naming the
+values path: an amount that is not a Kubernetes quantity or is negative, a request above its limit, and an
+extended resource (a name with a domain, such as example.com/foo, or hugepages-*) whose request differs from
+its limit; the API server refuses all of them at install time, after helm has rendered. The paths are
+dl-common.values.path's for a role ("role", "context") or "<prefix>.requests.<name>" ("prefix").
+  {{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" $s.resources "role" "worker" "context" $) | fromJsonArray -}}
+  {{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" .Values.peerWait.resources "prefix" "peerWait.resources") | fromJsonArray -}}
+*/}}
+{{- define "dl-common.validate.resources" -}}
+{{- $errors := .errors -}}
+{{- $args := . -}}
+{{- $resources := .resources | default dict -}}
+{{- $parsed := dict -}}
+{{- $paths := dict -}}
+{{- range $kind := list "requests" "limits" -}}
+{{- $block := index $resources $kind | default dict -}}
+{{- range $name := keys $block | sortAlpha -}}
+{{- $v := index $block $name -}}
+{{- $key := printf "%s.%s" $kind $name -}}
+{{- $path := "" -}}
+{{- if $args.prefix -}}
+{{- $path = printf "%s.%s" $args.prefix $key -}}
+{{- else -}}
+{{- $path = include "dl-common.values.path" (dict "role" $args.role "key" (printf "resources.%s" $key) "context" $args.context) -}}
+{{- end -}}
+{{- $_ := set $paths $key $path -}}
+{{- if not (kindIs "invalid" $v) -}}
+{{- $q := include "dl-common.quantity.parse" (dict "value" $v) | fromJson -}}
+{{- if not $q.valid -}}
+{{- $what := ternary "an amount of cores, e.g. --set %s=500m" "a size with a unit, e.g. --set %s=16Gi" (eq $name "cpu") -}}
+{{- $errors = append $errors (printf "%s is %q, which is not a Kubernetes quantity; write %s." $path (toString $v) (printf $what $path)) -}}
+{{- else if lt $q.number 0.0 -}}
+{{- $errors = append $errors (printf "%s is %v; a resource amount cannot be negative." $path $v) -}}
+{{- else -}}
+{{- $_ := set $parsed $key $q.number -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $name := keys ($resources.requests | default dict) | sortAlpha -}}
+{{- $request := printf "requests.%s" $name -}}
+{{- $limit := printf "limits.%s" $name -}}
+{{- if and (hasKey $parsed $request) (hasKey $parsed $limit) -}}
+{{- $extended := or (hasPrefix "hugepages-" $name) (and (contains "/" $name) (not (hasPrefix "kubernetes.io/" $name))) -}}
+{{- $r := get $resources.requests $name -}}
+{{- $l := get $resources.limits $name -}}
+{{- if and $extended (ne (get $parsed $request) (get $parsed $limit)) -}}
+{{- $errors = append $errors (printf "%s is %v but %s is %v: Kubernetes requires the request of %s to equal its limit. Set both to the same amount, or set the limit alone (the request defaults to it)." (get $paths $request) $r (get $paths $limit) $l $name) -}}
+{{- else if gt (get $parsed $request) (get $parsed $limit) -}}
+{{- $errors = append $errors (printf "%s is %v but %s is %v: Kubernetes refuses a request above its limit. Lower %s or raise %s (the other one may be the chart's default)." (get $paths $request) $r (get $paths $limit) $l (get $paths $request) (get $paths $limit)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- toJson $errors -}}
 {{- end -}}
 
@@ -222,7 +281,7 @@ dl-common.validate.scratch: the errors in a role's /dev/shm and /tmp sizes (merg
 the value path the user set: a sizeLimit that is not a Kubernetes quantity with a unit
 (dl-common.quantity.size: "16" would be 16 bytes), and a /dev/shm larger than the role's memory limit
 (resources.limits.memory): /dev/shm is memory-backed and counts against that limit, so the pod would be
-OOM-killed before the volume fills. A memory limit that is not a quantity is reported too.
+OOM-killed before the volume fills (a memory limit that is not a quantity: dl-common.validate.resources).
   {{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" "worker" "settings" $s "context" $) | fromJsonArray -}}
 */}}
 {{- define "dl-common.validate.scratch" -}}
@@ -242,7 +301,6 @@ OOM-killed before the volume fills. A memory limit that is not a quantity is rep
 {{- if not (kindIs "invalid" $memory) -}}
 {{- $memoryPath := include "dl-common.values.path" (dict "role" $role "key" "resources.limits.memory" "context" $ctx) -}}
 {{- $limit := include "dl-common.quantity.parse" (dict "value" $memory) | fromJson -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (not $limit.valid) "message" (printf "%s is %q, which is not a Kubernetes quantity; write a size with a unit, e.g. --set %s=16Gi." $memoryPath (toString $memory) $memoryPath)) | fromJsonArray -}}
 {{- if and $limit.valid $shm.enabled (not (kindIs "invalid" $shm.sizeLimit)) -}}
 {{- $size := include "dl-common.quantity.parse" (dict "value" $shm.sizeLimit) | fromJson -}}
 {{- $shmPath := include "dl-common.values.path" (dict "role" $role "key" "shm.sizeLimit" "context" $ctx) -}}
