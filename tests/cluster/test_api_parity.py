@@ -1,0 +1,410 @@
+"""Differential test: the offline verdict of the harness against the real API server's, on generated objects.
+
+Every object of every chart x scenario (rendered for the embedded cluster's Kubernetes version) is sent as it is,
+then again with one field mutated. Hypothesis draws the mutations: which object, which class of rule, which field
+and which value (valid values, near misses and noise). Each object gets two verdicts:
+
+- the API server's: a create with ``dryRun=All`` in a throwaway namespace (validated and admitted, never stored);
+- ours, offline: the object's schema (``dlcharts.schemas``) and the checks that stand for rules the API server
+  enforces in code (``API_CHECKS``), as ``dlcharts validate`` runs them.
+
+A false accept is an object we pass and the API server refuses (a green run that ``helm install`` then fails);
+a false reject one we refuse and the API server takes. The table per class of rule goes to
+reports/api-parity.json and to the JUnit report's properties; bench/results.md section 11 keeps one run's.
+The assertions: the rendered objects pass both, no class has false rejects, and the classes in ``COVERED`` (the
+ones the harness claims to check) have no false accepts either. The other classes' false accepts are the gap the
+offline validator has still to close: they are counted, not asserted.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_env import CHARTS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlcharts.cluster import ClusterHandle
+from dlcharts.errors import ClusterError
+from dlcharts.install import Kube
+from dlcharts.install.kube import status_message
+from dlcharts.policies import run_policies
+from dlcharts.render import K8sObject, ObjectKey
+from dlcharts.schemas import validate_object
+from dlcharts.suite import all_scenarios
+
+pytestmark = pytest.mark.cluster
+
+#: the policy checks that stand for API-server rules (names and label syntax, workload selectors); the others are
+#: the harness's opinions (security context, resources, image tags, ...), which the API server does not hold
+API_CHECKS = ("dns-names", "selector-labels")
+#: classes whose rules the harness claims to check offline: a false accept here fails the test
+COVERED = ("object-name", "label-value", "selector")
+#: mutated objects per run (DLCHARTS_PARITY_EXAMPLES overrides; the issue asks for at least 5,000)
+EXAMPLES = int(os.environ.get("DLCHARTS_PARITY_EXAMPLES", "5000"))
+KUBE_VERSION = "1.35.0"
+REPORT = Path("reports/api-parity.json")
+
+# --- values: valid ones, near misses and noise -------------------------------------------------------------------
+
+NOISE = st.text(alphabet=st.sampled_from("aZz09-_.:/ @+eE!"), max_size=14)
+QUANTITY = st.one_of(
+    st.from_regex(r"\A[0-9]{1,4}(\.[0-9]{1,3})?(m|k|M|G|Ki|Mi|Gi|e[0-9])?\Z"),
+    st.integers(-3, 10**6),
+    NOISE,
+)
+VALID_QUANTITY = st.from_regex(r"\A[1-9][0-9]{0,3}(m|Mi|Gi)?\Z")
+DNS_LABEL = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z")
+NAME = st.one_of(
+    DNS_LABEL,
+    st.builds(lambda a, b: f"{a}.{b}", DNS_LABEL, DNS_LABEL),
+    st.builds(lambda n: "n" * n, st.integers(50, 260)),
+    NOISE,
+)
+LABEL_KEY = st.one_of(
+    st.builds(lambda p, n: f"{p}/{n}", NAME, NAME),
+    NAME,
+    st.from_regex(r"\A[A-Za-z0-9][-A-Za-z0-9_.]{0,70}\Z"),
+)
+LABEL_VALUE = st.one_of(st.from_regex(r"\A([A-Za-z0-9][-A-Za-z0-9_.]{0,70})?\Z"), NOISE)
+ENUMS = {
+    "imagePullPolicy": ["Always", "IfNotPresent", "Never"],
+    "protocol": ["TCP", "UDP", "SCTP"],
+    "restartPolicy": ["Always", "OnFailure", "Never"],
+    "dnsPolicy": ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"],
+    "type": ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"],
+}
+
+# --- where a mutation lands -------------------------------------------------------------------------------------
+
+
+def pod_spec(body: dict[str, Any]) -> dict[str, Any] | None:
+    spec = body.get("spec") or {}
+    if body.get("kind") == "Pod":
+        return spec
+    template = spec.get("template") or (spec.get("jobTemplate") or {}).get("spec", {}).get("template")
+    return (template or {}).get("spec")
+
+
+def container(body: dict[str, Any]) -> dict[str, Any] | None:
+    spec = pod_spec(body)
+    return spec["containers"][0] if spec and spec.get("containers") else None
+
+
+Mutation = Callable[[dict[str, Any], st.DataObject], str | None]  # mutates the body; the field it set, or None
+MUTATIONS: dict[str, Mutation] = {}
+
+
+def mutation(name: str) -> Callable[[Mutation], Mutation]:
+    def register(fn: Mutation) -> Mutation:
+        MUTATIONS[name] = fn
+        return fn
+
+    return register
+
+
+@mutation("quantity")
+def _quantity(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None:
+        return None
+    resource = data.draw(st.sampled_from(["cpu", "memory", "ephemeral-storage"]))
+    value = data.draw(QUANTITY)
+    c["resources"] = {"requests": {resource: value}, "limits": {resource: value}}  # equal: only the grammar counts
+    return f"resources.{{requests,limits}}.{resource}={value!r}"
+
+
+@mutation("requests-vs-limits")
+def _requests_vs_limits(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None:
+        return None
+    resource = data.draw(st.sampled_from(["cpu", "memory"]))
+    request, limit = data.draw(VALID_QUANTITY), data.draw(VALID_QUANTITY)
+    c["resources"] = {"requests": {resource: request}, "limits": {resource: limit}}
+    return f"resources.requests.{resource}={request!r} limits.{resource}={limit!r}"
+
+
+@mutation("label-key")
+def _label_key(body: dict[str, Any], data: st.DataObject) -> str | None:
+    key = data.draw(LABEL_KEY)
+    body["metadata"].setdefault("labels", {})[key] = "x"
+    return f"metadata.labels key {key!r}"
+
+
+@mutation("label-value")
+def _label_value(body: dict[str, Any], data: st.DataObject) -> str | None:
+    value = data.draw(LABEL_VALUE)
+    body["metadata"].setdefault("labels", {})["dlcharts.io/probe"] = value
+    return f"metadata.labels value {value!r}"
+
+
+@mutation("annotation-key")
+def _annotation_key(body: dict[str, Any], data: st.DataObject) -> str | None:
+    key = data.draw(LABEL_KEY)
+    body["metadata"].setdefault("annotations", {})[key] = "x"
+    return f"metadata.annotations key {key!r}"
+
+
+@mutation("object-name")
+def _object_name(body: dict[str, Any], data: st.DataObject) -> str | None:
+    body["metadata"]["name"] = name = data.draw(NAME)
+    return f"metadata.name={name!r}"
+
+
+@mutation("container-name")
+def _container_name(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None:
+        return None
+    c["name"] = name = data.draw(NAME)
+    return f"containers[0].name={name!r}"
+
+
+@mutation("port")
+def _port(body: dict[str, Any], data: st.DataObject) -> str | None:
+    number = data.draw(st.one_of(st.integers(-2, 3), st.integers(65530, 65540), st.integers(1, 65535)))
+    if body.get("kind") == "Service" and (body.get("spec") or {}).get("ports"):
+        body["spec"]["ports"][0]["port"] = number
+        return f"spec.ports[0].port={number}"
+    if (c := container(body)) is None:
+        return None
+    c["ports"] = [{"containerPort": number}]
+    return f"containers[0].ports[0].containerPort={number}"
+
+
+@mutation("port-name")
+def _port_name(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None:
+        return None
+    name = data.draw(st.one_of(st.from_regex(r"\A[a-z0-9-]{1,17}\Z"), NOISE))
+    c["ports"] = [{"containerPort": 4321, "name": name}]
+    return f"containers[0].ports[0].name={name!r}"
+
+
+@mutation("env-name")
+def _env_name(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None:
+        return None
+    name = data.draw(st.one_of(st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,10}\Z"), NOISE, st.just("A=B")))
+    c["env"] = [*(e for e in c.get("env") or [] if e.get("name") != name), {"name": name, "value": "1"}]
+    return f"containers[0].env name {name!r}"
+
+
+@mutation("enum")
+def _enum(body: dict[str, Any], data: st.DataObject) -> str | None:
+    c, spec = container(body), pod_spec(body)
+    fields = (
+        ["type"] if body.get("kind") == "Service" else ["dnsPolicy", "imagePullPolicy", "protocol", "restartPolicy"]
+    )
+    field = data.draw(st.sampled_from(fields))
+    value = data.draw(st.one_of(st.sampled_from(ENUMS[field]), NOISE))
+    if field == "type" and body.get("kind") == "Service":
+        body["spec"]["type"] = value
+        if value == "ExternalName":
+            body["spec"]["externalName"] = "example.com"
+    elif field in ("restartPolicy", "dnsPolicy") and spec is not None:
+        spec[field] = value
+    elif field == "imagePullPolicy" and c is not None:
+        c[field] = value
+    elif field == "protocol" and c is not None:
+        c["ports"] = [{"containerPort": 4321, "protocol": value}]
+    else:
+        return None
+    return f"{field}={value!r}"
+
+
+@mutation("required")
+def _required(body: dict[str, Any], data: st.DataObject) -> str | None:
+    c = container(body)
+    choices = [("metadata", "name")]
+    if c is not None:
+        choices += [("container", "image"), ("container", "name")]
+    if body.get("kind") == "Service" and (body.get("spec") or {}).get("ports"):
+        choices.append(("service-port", "port"))
+    where, field = data.draw(st.sampled_from(choices))
+    target = body["metadata"] if where == "metadata" else c if where == "container" else body["spec"]["ports"][0]
+    assert target is not None
+    target.pop(field, None)
+    return f"{where}.{field} removed"
+
+
+@mutation("volume-mount")
+def _volume_mount(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None or (spec := pod_spec(body)) is None:
+        return None
+    names = [v["name"] for v in spec.get("volumes") or []]
+    name = data.draw(st.one_of(st.sampled_from(names), DNS_LABEL) if names else DNS_LABEL)
+    c["volumeMounts"] = [*(c.get("volumeMounts") or []), {"name": name, "mountPath": "/dlcharts-probe"}]
+    return f"volumeMounts name {name!r}"
+
+
+@mutation("selector")
+def _selector(body: dict[str, Any], data: st.DataObject) -> str | None:
+    selector = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels")
+    labels = (((body.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")
+    if not selector or not labels or body.get("kind") == "Job":
+        return None
+    key = data.draw(st.sampled_from(sorted(selector)))
+    labels[key] = value = data.draw(st.sampled_from([str(selector[key]), "other"]))
+    return f"template label {key}={value!r} under selector {selector}"
+
+
+@mutation("probe")
+def _probe(body: dict[str, Any], data: st.DataObject) -> str | None:
+    if (c := container(body)) is None:
+        return None
+    probe: dict[str, Any] = {"exec": {"command": ["true"]}} if data.draw(st.booleans()) else {}
+    for field in ("periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold"):
+        if data.draw(st.booleans()):
+            probe[field] = data.draw(st.integers(-1, 3))
+    c["readinessProbe"] = probe
+    return f"readinessProbe={probe}"
+
+
+def applies(klass: str, body: dict[str, Any]) -> bool:
+    """Whether mutation ``klass`` has a field to set in ``body`` (each class draws among these objects only)."""
+    spec = body.get("spec") or {}
+    if klass == "selector":
+        template = (spec.get("template") or {}).get("metadata") or {}
+        return body.get("kind") != "Job" and bool(
+            (spec.get("selector") or {}).get("matchLabels") and template.get("labels")
+        )
+    if klass in ("label-key", "label-value", "annotation-key", "object-name", "required"):
+        return True
+    if klass in ("port", "enum"):
+        return container(body) is not None or (body.get("kind") == "Service" and bool(spec.get("ports")))
+    return container(body) is not None
+
+
+# --- verdicts ---------------------------------------------------------------------------------------------------
+
+
+def offline_verdict(body: dict[str, Any]) -> list[str]:
+    """What ``dlcharts validate`` says of the object: schema errors and the API-rule checks' findings."""
+    metadata = body.get("metadata") or {}
+    key = ObjectKey(str(body.get("apiVersion")), str(body.get("kind")), None, str(metadata.get("name", "")))
+    obj = K8sObject(key, body, "parity")
+    findings = [*validate_object(obj, KUBE_VERSION), *run_policies([obj], checks=API_CHECKS)]
+    return [f"{f.path}: {f.message}" for f in findings]
+
+
+class Server:
+    """The API server's verdict: a ``dryRun=All`` create into one namespace."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube, self.namespace = kube, namespace
+
+    def verdict(self, body: dict[str, Any]) -> tuple[int, str]:
+        res = self.kube.resource_for(str(body["apiVersion"]), str(body["kind"]))
+        body = {**body, "metadata": {**body["metadata"], "namespace": self.namespace}}
+        resp = self.kube.request(
+            "POST", res.path(self.namespace), query={"dryRun": "All", "fieldManager": "dlcharts"}, body=body
+        )
+        return resp.status, "" if resp.status in (200, 201) else status_message(resp.doc)
+
+
+def base_objects(kube: Kube, render: Callable[..., Any]) -> list[dict[str, Any]]:
+    """Every namespaced object the cluster serves of every chart x scenario, rendered for KUBE_VERSION, once
+    per (kind, body)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for scenario in all_scenarios(CHARTS):
+        for obj in render(scenario, kube_version=KUBE_VERSION):
+            try:
+                res = kube.resource_for(obj.key.api_version, obj.kind)
+            except ClusterError:  # a CRD the cluster does not have (PodGroup, ServiceMonitor, ...)
+                continue
+            if res.namespaced and "create" in res.verbs and not obj.is_hook:
+                seen.setdefault(json.dumps(obj.body, sort_keys=True), obj.body)
+    return list(seen.values())
+
+
+@pytest.fixture(scope="module")
+def parity(embedded_cluster: ClusterHandle, render: Callable[..., Any]) -> Iterator[tuple[Server, list[Any]]]:
+    name = f"parity-{uuid.uuid4().hex[:6]}"
+    with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+        embedded_cluster.create_namespace(name, "privileged")  # Pod Security is test_policy_parity's subject
+        try:
+            yield Server(kube, name), base_objects(kube, render)
+        finally:
+            embedded_cluster.delete_namespace(name, wait=False)
+
+
+def test_every_rendered_object_passes_both_validators(parity):
+    server, objects = parity
+    assert len(objects) > 50, f"only {len(objects)} distinct objects rendered"
+    problems = []
+    for body in objects:
+        status, message = server.verdict(body)
+        offline = offline_verdict(body)
+        if status not in (200, 201) or offline:
+            problems.append(f"{body['kind']}/{body['metadata']['name']}: server {status} {message}; offline {offline}")
+    assert problems == []
+
+
+TALLY: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+EXAMPLES_OF: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
+
+
+def record(klass: str, field: str, body: dict[str, Any], server: tuple[int, str], offline: list[str]) -> None:
+    status, message = server
+    if status not in (200, 201, 400, 422):  # not a verdict on the object (conflict, server error): counted apart
+        TALLY[klass]["no verdict"] += 1
+        return
+    refused, flagged = status in (400, 422), bool(offline)
+    outcome = {(True, True): "both refuse", (False, False): "both accept",
+               (True, False): "false accept", (False, True): "false reject"}[(refused, flagged)]  # fmt: skip
+    TALLY[klass][outcome] += 1
+    TALLY[klass]["tried"] += 1
+    if outcome.startswith("false") and len(EXAMPLES_OF[klass]) < 3:
+        EXAMPLES_OF[klass].append({
+            "outcome": outcome, "object": f"{body['kind']}/{body['metadata'].get('name')}", "field": field,
+            "server": message[:300], "offline": "; ".join(offline)[:300],
+        })  # fmt: skip
+
+
+def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_server(parity, record_testsuite_property):
+    server, objects = parity
+    pools = {klass: [body for body in objects if applies(klass, body)] for klass in MUTATIONS}
+    assert all(pools.values()), {klass: len(pool) for klass, pool in pools.items()}
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(st.data())
+    def one(data: st.DataObject) -> None:
+        klass = data.draw(st.sampled_from(sorted(pools)), label="class")
+        body = copy.deepcopy(data.draw(st.sampled_from(pools[klass]), label="object"))
+        field = MUTATIONS[klass](body, data)
+        assert field is not None, f"{klass} does not apply to {body['kind']}"
+        record(klass, field, body, server.verdict(body), offline_verdict(body))
+
+    one()
+    table = {klass: dict(counts) for klass, counts in sorted(TALLY.items())}
+    REPORT.parent.mkdir(exist_ok=True)
+    REPORT.write_text(json.dumps({"kube": KUBE_VERSION, "classes": table, "examples": EXAMPLES_OF}, indent=1) + "\n")
+    for klass, counts in table.items():
+        record_testsuite_property(f"api-parity {klass}", json.dumps(counts, sort_keys=True))
+    tried = sum(counts.get("tried", 0) for counts in table.values())
+    print(f"\napi parity: {tried} mutated objects, Kubernetes {KUBE_VERSION}")
+    for klass, counts in table.items():
+        print(f"  {klass:20} {json.dumps(counts, sort_keys=True)}")
+    assert tried >= EXAMPLES * 0.95, table  # the rest: answers that are no verdict on the object
+    false_rejects = {k: EXAMPLES_OF[k] for k, c in table.items() if c.get("false reject")}
+    assert not false_rejects, json.dumps(false_rejects, indent=1)
+    missed = {k: EXAMPLES_OF[k] for k in COVERED if table.get(k, {}).get("false accept")}
+    assert not missed, json.dumps(missed, indent=1)
+
+
+def test_the_classes_cover_what_the_issue_names():
+    # quantities, label and annotation keys and values, names, ports, env names, enums, requests vs limits, required
+    # fields, selectors against template labels, probes, volumes (images: the kubelet's grammar, not the API's)
+    assert set(MUTATIONS) >= {"quantity", "label-key", "label-value", "annotation-key", "object-name", "container-name",
+                              "port", "port-name", "env-name", "enum", "requests-vs-limits", "required", "selector",
+                              "probe", "volume-mount"}  # fmt: skip
+    assert all(re.fullmatch(r"[a-z-]+", name) for name in MUTATIONS)
