@@ -132,11 +132,19 @@ def _requests_vs_limits(body: dict[str, Any], data: st.DataObject) -> str | None
     return f"resources.requests.{resource}={request!r} limits.{resource}={limit!r}"
 
 
-@mutation("label-key")
-def _label_key(body: dict[str, Any], data: st.DataObject) -> str | None:
-    key = data.draw(LABEL_KEY)
-    body["metadata"].setdefault("labels", {})[key] = "x"
-    return f"metadata.labels key {key!r}"
+def metadata_key(field: str) -> Mutation:
+    """A mutation that adds a drawn key to metadata.<field> (labels or annotations)."""
+
+    def mutate(body: dict[str, Any], data: st.DataObject) -> str | None:
+        key = data.draw(LABEL_KEY)
+        body["metadata"].setdefault(field, {})[key] = "x"
+        return f"metadata.{field} key {key!r}"
+
+    return mutate
+
+
+MUTATIONS["label-key"] = metadata_key("labels")
+MUTATIONS["annotation-key"] = metadata_key("annotations")
 
 
 @mutation("label-value")
@@ -144,13 +152,6 @@ def _label_value(body: dict[str, Any], data: st.DataObject) -> str | None:
     value = data.draw(LABEL_VALUE)
     body["metadata"].setdefault("labels", {})["dlcharts.io/probe"] = value
     return f"metadata.labels value {value!r}"
-
-
-@mutation("annotation-key")
-def _annotation_key(body: dict[str, Any], data: st.DataObject) -> str | None:
-    key = data.draw(LABEL_KEY)
-    body["metadata"].setdefault("annotations", {})[key] = "x"
-    return f"metadata.annotations key {key!r}"
 
 
 @mutation("object-name")
