@@ -284,7 +284,7 @@ def engine_agreement(path: Path, count: int, seed: int = 11) -> dict[str, Any]:
                 parent = parent[key]
             last, op = where[-1], rng.random()
             if op < 0.35:
-                parent[last] = rng.choice(values)
+                parent[last] = copy.deepcopy(rng.choice(values))  # a shared value could end up inside itself
             elif op < 0.55 and isinstance(parent, dict):
                 del parent[last]
             elif op < 0.75 and isinstance(parent, dict):

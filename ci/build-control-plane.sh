@@ -5,8 +5,8 @@
 #   ci/build-control-plane.sh --check    build nothing; exit 1 naming every missing binary
 #   ci/build-control-plane.sh NAME...    only these (kube-apiserver kube-controller-manager kube-scheduler
 #                                        kubelet kwok kwokctl etcd coredns registry crane kube-router, or the render
-#                                        servers helm4-render helm3-render, or helm-unittest for the
-#                                        benchmark: no default build includes these three)
+#                                        servers helm4-render helm3-render, the validator k8s-validate,
+#                                        or helm-unittest for the benchmark: no default build includes these)
 #
 # Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it (the
 # render servers: the same under the tools folder, see target()).
@@ -30,6 +30,9 @@
 #                       go.sum, at the helm versions their go.mod pins (the same as src/dlcharts/toolchain.py's).
 #                       Their cache version is the helm version and a hash of ci/helm-render/common and the
 #                       server's own folder, so an edit to the server's source builds a new one beside the old.
+#   ci/k8s-validate     k8s-validate, the API server's create validation linked from k8s.io/kubernetes at
+#                       $KUBERNETES_VERSION (dlcharts.apirules), in its committed module (go.mod, go.sum); in the
+#                       tools folder like the render servers, keyed by that version and a hash of its sources.
 # containerd, runc and the CNI plugins of the real node are Debian packages (see .ci/run), not built here.
 # The wrapper modules are generated under ${DLCHARTS_CACHE}/build/, never committed.
 # Builds run under `nice -n 10` (2 shared cores), with -trimpath -ldflags='-s -w', CGO_ENABLED=0, and a
@@ -102,12 +105,14 @@ render_version() { # MAJOR
 version[helm4-render]=$(render_version 4)
 version[helm-unittest]=$HELM_UNITTEST_VERSION  # bench/renderers.py's third renderer; no default build
 version[helm3-render]=$(render_version 3)
+# the API server's create validation, offline (dlcharts.apirules): the Kubernetes version, then a source hash
+version[k8s-validate]=$KUBERNETES_VERSION-$(cd "$repo/ci/k8s-validate" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 
 # The render servers go with the pinned helm binaries, in the harness's tools folder (dlcharts.toolchain.tools_dir:
 # $DLCHARTS_TOOLS_DIR, else .tools/ of this checkout), not under $DLCHARTS_CACHE, which tests point elsewhere.
 target() {
   case $1 in
-    helm*-render) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$1-${version[$1]}/$1" ;;
+    helm*-render | k8s-validate) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$1-${version[$1]}/$1" ;;
     *) echo "$bindir/$1-${version[$1]}/$1" ;;
   esac
 }
@@ -143,7 +148,7 @@ for arg in "$@"; do
     --check) check=1 ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     -*) die "unknown option $arg (see --help)" ;;
-    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]} helm4-render helm3-render helm-unittest"
+    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]} helm4-render helm3-render k8s-validate helm-unittest"
        wanted+=("$arg") ;;
   esac
 done
@@ -337,6 +342,8 @@ if ((${#missing[@]})); then
         github.com/nxadm/tail@v1.4.11" build_go_tool helm-unittest github.com/helm-unittest/helm-unittest \
         "$HELM_UNITTEST_VERSION" github.com/helm-unittest/helm-unittest/cmd/helm-unittest "" ;;
       helm3-render) build_render_server helm3-render 3 ;;
+      k8s-validate) need k8s-validate && (cd "$repo/ci/k8s-validate" && export GOFLAGS="-buildvcs=false -mod=readonly" &&
+        timed_build k8s-validate . "") ;;
       registry) build_go_tool registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" \
         github.com/distribution/distribution/v3/cmd/registry \
         "-X github.com/distribution/distribution/v3/version.version=$DISTRIBUTION_VERSION" ;;

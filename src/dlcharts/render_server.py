@@ -165,19 +165,23 @@ def locate(names: list[str], build: bool) -> dict[str, Path]:
 
 
 def build_all() -> dict[str, Path]:
-    """Build (or find) the render server of every pinned helm, and pass where they are to child processes (the
-    pytest-xdist workers), which then start them without asking ci/build-control-plane.sh again."""
-    names = [SERVER_NAMES[toolchain.TOOLS[key].major] for key in toolchain.HELM_MATRIX]
+    """Build (or find) the render server of every pinned helm and the API server's rules (dlcharts.apirules), and
+    pass where they are to child processes (the pytest-xdist workers), which then start them without asking
+    ci/build-control-plane.sh again."""
+    names = [*(SERVER_NAMES[toolchain.TOOLS[key].major] for key in toolchain.HELM_MATRIX), "k8s-validate"]
     try:
         found = locate(names, build=False)
     except ToolchainError:
-        print("dlcharts: building the in-process renderers (once: minutes cold, then cached) ...", file=sys.stderr)
+        print(
+            "dlcharts: building the in-process renderers and validator (once: minutes cold, then cached) ...",
+            file=sys.stderr,
+        )
         found = locate(names, build=True)
     os.environ[LOCATED_ENV] = os.pathsep.join(f"{name}={path}" for name, path in found.items())
     return found
 
 
-def _located(name: str) -> Path | None:
+def located(name: str) -> Path | None:
     for entry in os.environ.get(LOCATED_ENV, "").split(os.pathsep):
         key, _, path = entry.partition("=")
         if key == name and Path(path).is_file():
@@ -203,7 +207,7 @@ def server_for(helm: Helm) -> RenderServer | None:
             if not _is_pinned(helm):
                 raise ToolchainError(f"helm {helm.version} at {helm.path} is not a pinned helm")
             name = server_name(helm)
-            path = _located(name) or locate([name], build=False)[name]
+            path = located(name) or locate([name], build=False)[name]
             server = RenderServer(path, helm)
         except (ToolchainError, OSError, ValueError) as exc:
             notice(helm, str(exc))

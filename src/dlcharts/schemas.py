@@ -30,6 +30,7 @@ import yaml
 from jsonschema.exceptions import ValidationError
 from referencing.jsonschema import DRAFT202012
 
+from dlcharts import apirules
 from dlcharts.crdschema import convert
 from dlcharts.errors import DLChartsError, SchemaError, invalid_yaml
 from dlcharts.findings import Finding, format_path
@@ -211,7 +212,23 @@ def _fast_is_valid(fast: Any, body: Any) -> bool:
 
 
 def validate_object(obj: K8sObject, kube_version: str) -> list[Finding]:
-    """Every schema error of one object, each with its field path and source template."""
+    """Every schema error of one object, each with its field path and source template; when its schema passes,
+    the API server's own rules (``api_rule_findings``)."""
+    return validate_objects([obj], kube_version)
+
+
+def validate_objects(objects: Iterable[K8sObject], kube_version: str) -> list[Finding]:
+    findings: list[Finding] = []
+    passed: list[K8sObject] = []
+    for obj in objects:
+        own = _schema_findings(obj, kube_version)
+        findings.extend(own)
+        if not own:
+            passed.append(obj)
+    return findings + api_rule_findings(passed, kube_version)
+
+
+def _schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
     schema_set = schema_set_for(kube_version)
     fast = _fast_validator_for(schema_set, obj.key.api_version, obj.kind)
     if fast is not None and _fast_is_valid(fast, obj.body):
@@ -236,11 +253,16 @@ def validate_object(obj: K8sObject, kube_version: str) -> list[Finding]:
     return findings
 
 
-def validate_objects(objects: Iterable[K8sObject], kube_version: str) -> list[Finding]:
-    findings: list[Finding] = []
-    for obj in objects:
-        findings.extend(validate_object(obj, kube_version))
-    return findings
+def api_rule_findings(objects: list[K8sObject], kube_version: str) -> list[Finding]:
+    """The API server's create validation of objects whose schema passed (dlcharts.apirules), when it holds the
+    rules of ``kube_version``'s minor and is built; check id ``api-rules``. One round trip for all of them."""
+    if not objects or not apirules.applies_to(kube_version) or (checker := apirules.rules()) is None:
+        return []
+    return [
+        Finding(obj.source, obj.ref(), field, message, "api-rules", kube_version)
+        for obj, problems in zip(objects, checker.problems_of([obj.body for obj in objects]), strict=True)
+        for field, message in problems or []
+    ]
 
 
 def _explain(error: ValidationError, obj: K8sObject, kube_version: str) -> list[Finding]:

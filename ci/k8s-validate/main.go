@@ -1,0 +1,172 @@
+// k8s-validate: the API server's own create validation for built-in kinds, offline.
+//
+// It links the pinned k8s.io/kubernetes (the version the embedded control plane runs) and answers each request
+// the way a create does before anything is stored: decode (defaulting and conversion to the internal version),
+// then rest.BeforeCreate with the kind's registry strategy (PrepareForCreate, Validate, object metadata). What it
+// leaves out is admission (Pod Security, quotas, webhooks) and everything that needs other objects.
+//
+// Protocol (dlcharts.apirules): one JSON object per line on stdin, one reply per line on stdout:
+//
+//	{"known": false}                                  a kind this program has no strategy for
+//	{"known": true, "errors": [{"field": "...", "message": "..."}]}   no errors: accepted
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+	"k8s.io/kubernetes/pkg/apis/core"
+	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	_ "k8s.io/kubernetes/pkg/apis/networking/install"
+	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
+	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
+	"k8s.io/kubernetes/pkg/capabilities"
+	"k8s.io/kubernetes/pkg/registry/apps/daemonset"
+	"k8s.io/kubernetes/pkg/registry/apps/deployment"
+	"k8s.io/kubernetes/pkg/registry/apps/statefulset"
+	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
+	"k8s.io/kubernetes/pkg/registry/batch/job"
+	"k8s.io/kubernetes/pkg/registry/core/configmap"
+	"k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim"
+	"k8s.io/kubernetes/pkg/registry/core/pod"
+	"k8s.io/kubernetes/pkg/registry/core/secret"
+	"k8s.io/kubernetes/pkg/registry/core/service"
+	"k8s.io/kubernetes/pkg/registry/core/serviceaccount"
+	"k8s.io/kubernetes/pkg/registry/networking/networkpolicy"
+	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
+	"k8s.io/kubernetes/pkg/registry/rbac/role"
+	"k8s.io/kubernetes/pkg/registry/rbac/rolebinding"
+	"k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
+)
+
+var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
+	{Group: "", Kind: "ConfigMap"}:                            configmap.Strategy,
+	{Group: "", Kind: "PersistentVolumeClaim"}:                persistentvolumeclaim.Strategy,
+	{Group: "", Kind: "Pod"}:                                  pod.Strategy,
+	{Group: "", Kind: "Secret"}:                               secret.Strategy,
+	{Group: "", Kind: "Service"}:                              service.Strategy,
+	{Group: "", Kind: "ServiceAccount"}:                       serviceaccount.Strategy,
+	{Group: "apps", Kind: "DaemonSet"}:                        daemonset.Strategy,
+	{Group: "apps", Kind: "Deployment"}:                       deployment.Strategy,
+	{Group: "apps", Kind: "StatefulSet"}:                      statefulset.Strategy,
+	{Group: "batch", Kind: "CronJob"}:                         cronjob.Strategy,
+	{Group: "batch", Kind: "Job"}:                             job.Strategy,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       networkpolicy.Strategy,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:            poddisruptionbudget.Strategy,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:        role.Strategy,
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: rolebinding.Strategy,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:       priorityclass.Strategy,
+}
+
+type problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+type reply struct {
+	Known  bool      `json:"known"`
+	Errors []problem `json:"errors,omitempty"`
+}
+
+func check(line []byte) reply {
+	var head metav1.TypeMeta
+	if err := json.Unmarshal(line, &head); err != nil {
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	strategy, ok := strategies[schema.FromAPIVersionAndKind(head.APIVersion, head.Kind).GroupKind()]
+	if !ok {
+		return reply{Known: false}
+	}
+	obj, _, err := legacyscheme.Codecs.UniversalDecoder().Decode(line, nil, nil)
+	if err != nil { // e.g. a quantity that does not parse: the API server answers 400 "cannot be handled as a ..."
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	rest.FillObjectMetaSystemFields(accessor)
+	namespace := accessor.GetNamespace()
+	if namespace == "" && strategy.NamespaceScoped() {
+		namespace = "default"
+	}
+	if svc, isService := obj.(*core.Service); isService {
+		allocate(svc)
+	}
+	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
+	err = rest.BeforeCreate(strategy, ctx, obj)
+	if err == nil {
+		return reply{Known: true}
+	}
+	status, isStatus := err.(apierrors.APIStatus)
+	if !isStatus || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	out := reply{Known: true}
+	for _, cause := range status.Status().Details.Causes {
+		out.Errors = append(out.Errors, problem{Field: cause.Field, Message: cause.Message})
+	}
+	return out
+}
+
+// allocate does for a Service what the API server's service storage does before it validates a create (its
+// BeginCreate): the cluster IPs (a headless Service keeps "None"), the IP family and policy of a single-stack
+// IPv4 cluster, and a node port for every port of a NodePort or LoadBalancer Service that names none.
+func allocate(svc *core.Service) {
+	if svc.Spec.Type == core.ServiceTypeExternalName {
+		return
+	}
+	if len(svc.Spec.ClusterIPs) == 0 {
+		if svc.Spec.ClusterIP == "" {
+			svc.Spec.ClusterIP = "10.96.0.10"
+		}
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	if len(svc.Spec.IPFamilies) == 0 {
+		svc.Spec.IPFamilies = []core.IPFamily{core.IPv4Protocol}
+	}
+	if svc.Spec.IPFamilyPolicy == nil {
+		policy := core.IPFamilyPolicySingleStack
+		svc.Spec.IPFamilyPolicy = &policy
+	}
+	if svc.Spec.Type == core.ServiceTypeNodePort || svc.Spec.Type == core.ServiceTypeLoadBalancer {
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].NodePort == 0 {
+				svc.Spec.Ports[i].NodePort = int32(30000 + i)
+			}
+		}
+	}
+}
+
+func main() {
+	// --allow-privileged=true, as kubeadm, kind and kwokctl (the embedded cluster) start the API server
+	capabilities.Setup(true, 0)
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := bufio.NewWriter(os.Stdout)
+	for in.Scan() {
+		answer, err := json.Marshal(check(in.Bytes()))
+		if err != nil {
+			answer = []byte(fmt.Sprintf(`{"known":true,"errors":[{"message":%q}]}`, err.Error()))
+		}
+		out.Write(append(answer, '\n'))
+		out.Flush()
+	}
+	if err := in.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "k8s-validate:", err)
+		os.Exit(1)
+	}
+}

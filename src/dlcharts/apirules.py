@@ -1,0 +1,108 @@
+"""The API server's own create validation, offline: the rules OpenAPI schemas cannot express.
+
+Schemas say which fields exist and their types; the API server also checks, in code, the grammar of names, label
+keys and quantities, requests against limits, port ranges and names, enums, volume mounts against volumes, probe
+handlers, selectors against template labels and more (bench/results.md section 11 counts what schemas miss).
+``ci/k8s-validate`` (Go) links the pinned k8s.io/kubernetes, the version the embedded control plane runs, and runs
+a create's validation for each built-in kind: decoding with defaults, then the kind's registry strategy
+(``rest.BeforeCreate``: PrepareForCreate, Validate, object metadata). It leaves out admission (Pod Security,
+quotas, webhooks) and whatever needs other objects.
+
+``dlcharts.schemas.validate_object`` asks it about every object whose schema passed, when the render's Kubernetes
+minor is the validator's (other minors have other rules: their objects get the schema pass only). It runs as one
+long-lived process per Python process. ci/build-control-plane.sh builds it into the tools folder beside the render
+servers (``make tools``; the pytest plugin and ``dlcharts tools`` build it once); where it is not built or does not
+start, one line on stderr says so and validation goes on with schemas alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from dlcharts import render_server
+from dlcharts.cluster.binaries import KUBERNETES_VERSION
+from dlcharts.errors import ToolchainError
+
+NAME = "k8s-validate"
+#: the Kubernetes minor whose rules the validator holds ("1.35")
+MINOR = ".".join(KUBERNETES_VERSION.lstrip("v").split(".")[:2])
+
+
+class ApiRules:
+    """One ``k8s-validate`` process: ``problems(body)`` is None for a kind it does not know, else the API
+    server's (field, message) errors for creating ``body`` (empty: it would be accepted)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._proc = subprocess.Popen(
+            [str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self._lock = threading.Lock()
+
+    def problems(self, body: Any) -> list[tuple[str, str]] | None:
+        return self.problems_of([body])[0]
+
+    def problems_of(self, bodies: list[Any]) -> list[list[tuple[str, str]] | None]:
+        """``problems`` of each body, in order: all are written (from a second thread) while the replies are read,
+        so one round trip serves a whole render."""
+        lines = [json.dumps(body, separators=(",", ":"), default=str).encode() + b"\n" for body in bodies]
+        with self._lock:
+            stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
+            stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
+            writer = threading.Thread(target=_write_all, args=(stdin, lines), daemon=True)
+            writer.start()
+            answers = [stdout.readline() for _ in lines]
+            writer.join()
+        out: list[list[tuple[str, str]] | None] = []
+        for answer in answers:
+            if not answer:
+                raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
+            reply = json.loads(answer)
+            known = reply.get("known")
+            out.append(
+                [(str(e.get("field", "")), str(e.get("message", ""))) for e in reply.get("errors") or []]
+                if known
+                else None
+            )
+        return out
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def _write_all(stream: IO[bytes], lines: list[bytes]) -> None:
+    for line in lines:
+        stream.write(line)
+    stream.flush()
+
+
+_rules: list[ApiRules | None] = []
+_lock = threading.Lock()
+
+
+def rules() -> ApiRules | None:
+    """The process for this Python process, started on first use; None (said once on stderr) where the
+    validator is not built or does not start."""
+    with _lock:
+        if not _rules:
+            checker: ApiRules | None = None
+            try:
+                checker = ApiRules(render_server.located(NAME) or render_server.locate([NAME], build=False)[NAME])
+            except (ToolchainError, OSError) as exc:
+                print(
+                    f"dlcharts: the API server's rules are not checked offline ({exc}); schemas only", file=sys.stderr
+                )
+            _rules.append(checker)
+        return _rules[0]
+
+
+def applies_to(kube_version: str) -> bool:
+    """Whether the validator's rules are those of ``kube_version``'s minor."""
+    return ".".join(kube_version.lstrip("v").split(".")[:2]) == MINOR

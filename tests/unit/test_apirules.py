@@ -1,0 +1,76 @@
+"""dlcharts.apirules: the API server's create validation (ci/k8s-validate, linked from the pinned Kubernetes) as the
+offline second pass after the schema; tests/cluster/test_api_parity.py compares it with the API server itself."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from dlcharts import apirules
+from dlcharts.render import K8sObject, ObjectKey
+from dlcharts.schemas import validate_object
+
+JOB = {
+    "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+    "spec": {"completionMode": "Indexed", "completions": 2, "template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.37.0"}]}}},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rules() -> apirules.ApiRules:
+    checker = apirules.rules()
+    assert checker is not None, "ci/k8s-validate is not built: run make tools"
+    return checker
+
+
+def mutated(change) -> dict:
+    body = copy.deepcopy(JOB)
+    change(body)
+    return body
+
+
+def container(body: dict) -> dict:
+    return body["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (lambda b: container(b).update(resources={"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}),
+         "spec.template.spec.containers[0].resources.requests", "must be less than or equal to cpu limit of 2"),
+        (lambda b: container(b).update(resources={"limits": {"memory": "16 GB"}}), "", "quantities must match"),
+        (lambda b: b["spec"]["template"]["spec"].update(nodeSelector={"bad key!": "x"}),
+         "spec.template.spec.nodeSelector", "name part must consist of alphanumeric characters"),
+        (lambda b: container(b).update(name="Main"), "spec.template.spec.containers[0].name", "RFC 1123 label"),
+        (lambda b: container(b).update(ports=[{"containerPort": 70000}]),
+         "spec.template.spec.containers[0].ports[0].containerPort", "must be between 1 and 65535"),
+        (lambda b: container(b).update(readinessProbe={}), "spec.template.spec.containers[0].readinessProbe",
+         "must specify a handler type"),
+        (lambda b: b["metadata"].update(name="train.v2"), "metadata.name", "invalid DNS label: train.v2-1"),
+        (lambda b: container(b).pop("image"), "spec.template.spec.containers[0].image", "Required value"),
+    ],
+    ids=["request-above-limit", "quantity", "label-key", "container-name", "port", "probe", "indexed-name", "image"],
+)  # fmt: skip
+def test_the_api_servers_own_rules_refuse_what_schemas_let_through(rules, change, field, message):
+    problems = rules.problems(mutated(change))
+    assert problems and any(f == field and message in m for f, m in problems), problems
+
+
+def test_a_valid_object_passes_and_an_unknown_kind_is_not_judged(rules):
+    assert rules.problems(JOB) == []
+    assert rules.problems({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}) is None
+
+
+def test_headless_and_cluster_ip_services_pass_as_the_api_server_allocates_them(rules):
+    for spec in ({"clusterIP": "None", "selector": {"a": "b"}}, {"ports": [{"port": 80}], "type": "NodePort"}):
+        assert rules.problems({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec}) == []
+
+
+def test_schema_validation_adds_the_api_rules_for_the_validators_minor_only():
+    body = mutated(lambda b: container(b).update(name="Main"))
+    obj = K8sObject(ObjectKey("batch/v1", "Job", None, "train"), body, "c/templates/job.yaml")
+    (finding,) = validate_object(obj, f"{apirules.MINOR}.0")
+    assert finding.check == "api-rules" and finding.path == "spec.template.spec.containers[0].name"
+    assert validate_object(obj, "1.29.0") == []  # other minors have other rules: the schema pass only
