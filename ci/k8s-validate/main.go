@@ -7,7 +7,7 @@
 //
 // Protocol (dlcharts.apirules): one JSON object per line on stdin, one reply per line on stdout:
 //
-//	{"known": false}                                  a kind this program has no strategy for
+//	{"known": false, "errors": [...]}                 a kind without a strategy here: its metadata judged alone
 //	{"known": true, "errors": [{"field": "...", "message": "..."}]}   no errors: accepted
 package main
 
@@ -20,8 +20,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -88,7 +91,7 @@ func check(line []byte) reply {
 	}
 	strategy, ok := strategies[schema.FromAPIVersionAndKind(head.APIVersion, head.Kind).GroupKind()]
 	if !ok {
-		return reply{Known: false}
+		return customResource(line)
 	}
 	obj, _, err := legacyscheme.Codecs.UniversalDecoder().Decode(line, nil, nil)
 	if err != nil { // e.g. a quantity that does not parse: the API server answers 400 "cannot be handled as a ..."
@@ -122,17 +125,35 @@ func check(line []byte) reply {
 	return out
 }
 
+// customResource judges the metadata of an object of a kind without a strategy here (a custom resource) as the
+// apiextensions server does (namespaced, name a DNS subdomain); its spec is left to the CRD's schema.
+func customResource(line []byte) reply {
+	var obj unstructured.Unstructured
+	if err := obj.UnmarshalJSON(line); err != nil {
+		return reply{Known: false, Errors: []problem{{Message: err.Error()}}}
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	out := reply{Known: false}
+	for _, e := range apivalidation.ValidateObjectMetaAccessor(&obj, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata")) {
+		out.Errors = append(out.Errors, problem{Field: e.Field, Message: e.ErrorBody()})
+	}
+	return out
+}
+
 // allocate does for a Service what the API server's service storage does before it validates a create (its
-// BeginCreate): the cluster IPs (a headless Service keeps "None"), the IP family and policy of a single-stack
-// IPv4 cluster, and a node port for every port of a NodePort or LoadBalancer Service that names none.
+// BeginCreate): the cluster IPs from clusterIP (a headless Service keeps "None"), the IP family and policy of a
+// single-stack IPv4 cluster, and a node port for every port of a NodePort or LoadBalancer Service that names none.
 func allocate(svc *core.Service) {
+	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" { // every type: an ExternalName one is refused
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
 	if svc.Spec.Type == core.ServiceTypeExternalName {
 		return
 	}
 	if len(svc.Spec.ClusterIPs) == 0 {
-		if svc.Spec.ClusterIP == "" {
-			svc.Spec.ClusterIP = "10.96.0.10"
-		}
+		svc.Spec.ClusterIP = "10.96.0.10"
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}
 	if len(svc.Spec.IPFamilies) == 0 {

@@ -34,8 +34,9 @@ MINOR = ".".join(KUBERNETES_VERSION.lstrip("v").split(".")[:2])
 
 
 class ApiRules:
-    """One ``k8s-validate`` process: ``problems(body)`` is None for a kind it does not know, else the API
-    server's (field, message) errors for creating ``body`` (empty: it would be accepted)."""
+    """One ``k8s-validate`` process: ``problems(body)`` is the API server's (field, message) errors for creating
+    ``body`` (empty: it would be accepted); for a kind it has no strategy for (a custom resource) only the metadata
+    is judged, and a fine one gives None."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -63,12 +64,9 @@ class ApiRules:
             if not answer:
                 raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
             reply = json.loads(answer)
-            known = reply.get("known")
-            out.append(
-                [(str(e.get("field", "")), str(e.get("message", ""))) for e in reply.get("errors") or []]
-                if known
-                else None
-            )
+            errors = [(str(e.get("field", "")), str(e.get("message", ""))) for e in reply.get("errors") or []]
+            # a kind without a strategy (a custom resource): its metadata only, None when that is fine
+            out.append(errors if reply.get("known") or errors else None)
         return out
 
     def close(self) -> None:

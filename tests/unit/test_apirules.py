@@ -58,7 +58,7 @@ def test_the_api_servers_own_rules_refuse_what_schemas_let_through(rules, change
     assert problems and any(f == field and message in m for f, m in problems), problems
 
 
-def test_a_valid_object_passes_and_an_unknown_kind_is_not_judged(rules):
+def test_a_valid_object_passes_and_a_fine_unknown_kind_gives_none(rules):
     assert rules.problems(JOB) == []
     assert rules.problems({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}) is None
 
@@ -74,3 +74,16 @@ def test_schema_validation_adds_the_api_rules_for_the_validators_minor_only():
     (finding,) = validate_object(obj, f"{apirules.MINOR}.0")
     assert finding.check == "api-rules" and finding.path == "spec.template.spec.containers[0].name"
     assert validate_object(obj, "1.29.0") == []  # other minors have other rules: the schema pass only
+
+
+def test_a_custom_resource_gets_the_metadata_rules_of_the_apiextensions_server(rules):
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"}
+    assert rules.problems({**group, "metadata": {"name": "gang", "labels": {"team": "a"}}}) is None
+    problems = rules.problems({**group, "metadata": {"name": "Gang_1", "labels": {"bad key!": "x"}}})
+    assert problems and {field for field, _ in problems} == {"metadata.name", "metadata.labels"}, problems
+
+
+def test_an_external_name_service_keeps_the_cluster_ip_it_names_and_is_refused_for_it(rules):
+    spec = {"type": "ExternalName", "externalName": "example.com", "clusterIP": "None"}
+    problems = rules.problems({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec})
+    assert problems and problems[0][0] == "spec.clusterIPs", problems  # found by tests/cluster/test_api_parity.py
