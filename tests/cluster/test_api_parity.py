@@ -33,13 +33,14 @@ from hypothesis import strategies as st
 
 from dlcharts import apirules
 from dlcharts.cluster import ClusterHandle
-from dlcharts.errors import ClusterError
+from dlcharts.errors import ClusterError, RenderError
 from dlcharts.install import Kube
 from dlcharts.install.kube import status_message
 from dlcharts.policies import run_policies
 from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import validate_object
-from dlcharts.suite import all_scenarios
+from dlcharts.suite import all_scenarios, discover_charts
+from tests.properties.test_values_properties import mutated_values
 
 pytestmark = pytest.mark.cluster
 
@@ -48,6 +49,8 @@ pytestmark = pytest.mark.cluster
 API_CHECKS = ("dns-names", "selector-labels")
 #: mutated objects per run (DLCHARTS_PARITY_EXAMPLES overrides; the issue asks for at least 5,000)
 EXAMPLES = int(os.environ.get("DLCHARTS_PARITY_EXAMPLES", "5000"))
+#: values per chart drawn by the property tier's strategy whose renders the API server judges (DLCHARTS_VALUE_SAMPLES)
+VALUE_SAMPLES = int(os.environ.get("DLCHARTS_VALUE_SAMPLES", "40"))
 KUBE_VERSION = "1.35.0"
 REPORT = Path("reports/api-parity.json")
 
@@ -398,6 +401,44 @@ def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_serve
     assert not false_rejects, json.dumps(false_rejects, indent=1)
     missed = {k: EXAMPLES_OF[k] for k, c in table.items() if c.get("false accept")}
     assert not missed, json.dumps(missed, indent=1)
+
+
+def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, render, record_testsuite_property):
+    """The property tier's values, sampled: whatever a chart's values.schema.json and templates let through renders
+    objects the API server creates. A value the API server would refuse must fail at render time instead."""
+    server, _ = parity
+    tally: collections.Counter[str] = collections.Counter()
+    refused: list[str] = []
+    for chart in (c for c in discover_charts(CHARTS) if (c / "values.schema.json").is_file()):
+
+        @settings(max_examples=VALUE_SAMPLES, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @given(values=mutated_values(chart))
+        def one(values: dict[str, Any]) -> None:
+            try:
+                rendered = render(chart, values=values, kube_version=KUBE_VERSION)
+            except RenderError:
+                tally[f"{chart.name} refused at render"] += 1
+                return
+            tally[f"{chart.name} rendered"] += 1
+            for obj in rendered:
+                try:
+                    res = server.kube.resource_for(obj.key.api_version, obj.kind)
+                except ClusterError:  # a CRD this cluster does not have
+                    continue
+                if not res.namespaced or "create" not in res.verbs:
+                    continue
+                status, message = server.verdict(obj.body)
+                tally["objects created (dry run)"] += 1
+                if status not in (200, 201):
+                    refused.append(f"{chart.name} values {json.dumps(values)}: {obj.kind}/{obj.name}: {message}")
+
+        one()
+    for key, count in sorted(tally.items()):
+        record_testsuite_property(f"values dry-run {key}", count)
+    print(f"\nvalues dry-run: {dict(sorted(tally.items()))}")
+    assert tally["objects created (dry run)"] > 0, tally
+    assert not refused, "\n".join(refused[:10])
 
 
 def test_the_classes_cover_what_the_issue_names():

@@ -335,3 +335,27 @@ def test_valid_names_and_quantities_render(chart, render):
     pod = rendered.get("Job", "release-worker").body["spec"]["template"]
     assert pod["spec"]["nodeSelector"]["cloud.example.com/gpu-type"] == "A100_80GB"
     assert main_container(rendered.get("Job", "release-worker").body)["image"].endswith(f":2.0.1_rc-1@{digest}")
+
+
+# --- values the API server refuses, found by the cluster tier's dry-run of the property tier's values ----------
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+@pytest.mark.parametrize(
+    "setting",
+    ["defaults.priorityClassName=High_Prio", "roles.worker.schedulerName=My Scheduler",
+     "defaults.serviceAccountName=-train", "gang.schedulerName=Coscheduler"],
+)  # fmt: skip
+def test_names_the_api_server_takes_as_dns_subdomains_are_refused_at_render(chart, setting, render):
+    key = setting.split("=")[0]
+    message = refusal(render, chart, set=[setting])
+    assert f"at '/{key.replace('.', '/')}'" in message or f"{key}: " in message, message  # Helm 4 / Helm 3 wording
+
+
+@pytest.mark.parametrize("chart", [c for c in TRAINING if c != "pytorch-dist"])  # pytorch-dist keeps no host list
+def test_a_host_list_over_the_configmap_limit_is_refused_naming_worker(chart, render):
+    message = refusal(render, chart, set=["worker=60000"])
+    assert re.search(r"worker=60000 makes the ConfigMap release-\w+ \d+ bytes, .* at most 1 MiB", message), message
+    fit = int(re.search(r"set worker to at most about (\d+)", message).group(1))
+    assert 10_000 < fit < 60_000
+    render(CHARTS / chart, set=[f"worker={fit * 9 // 10}"])  # what the message says fits does render

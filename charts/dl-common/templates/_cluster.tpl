@@ -24,10 +24,12 @@ the TF_CONFIG "cluster" object as cluster.json.
 */}}
 {{- define "dl-common.cluster.configMap" -}}
 {{- $ctx := .context -}}
+{{- $name := include "dl-common.names.component" (dict "component" "cluster" "context" $ctx) -}}
+{{- include "dl-common.validate.configMapSize" (dict "data" .files "configMap" $name "grows" "worker" "count" $ctx.Values.worker "context" $ctx) -}}
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: {{ include "dl-common.names.component" (dict "component" "cluster" "context" $ctx) }}
+  name: {{ $name }}
   labels:
     {{- include "dl-common.labels.standard" (dict "component" "cluster" "context" $ctx) | nindent 4 }}
 data:

@@ -506,25 +506,28 @@ mpi.implementation), ssh_config, sshd_config, mpi-setup.sh, mpi-sshd.sh, mpi-lau
 {{- define "dl-common.mpi.configMap" -}}
 {{- $ctx := .context -}}
 {{- $paths := include "dl-common.mpi.paths" (dict "settings" .worker "context" $ctx) | fromJson -}}
+{{- $name := (include "dl-common.mpi.names" . | fromJson).configMap -}}
+{{- $own := list
+  (list "hostfile" (include "dl-common.mpi.hostfile" (dict "launcher" .launcher "worker" .worker "context" $ctx)))
+  (list "ssh_config" (include "dl-common.mpi.sshConfig" (dict "paths" $paths "context" $ctx)))
+  (list "sshd_config" (include "dl-common.mpi.sshdConfig" (dict "paths" $paths "context" $ctx)))
+  (list "mpi-setup.sh" (include "dl-common.mpi.setupScript" .))
+  (list "mpi-sshd.sh" (include "dl-common.mpi.sshdScript" .))
+  (list "mpi-launcher.sh" (include "dl-common.mpi.launcherScript" .)) -}}
+{{- $data := deepCopy (.files | default dict) -}}
+{{- range $own }}{{ $_ := set $data (index . 0) (index . 1) }}{{ end -}}
+{{- include "dl-common.validate.configMapSize" (dict "data" $data "configMap" $name "grows" "worker" "count" $ctx.Values.worker "context" $ctx) -}}
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: {{ (include "dl-common.mpi.names" . | fromJson).configMap }}
+  name: {{ $name }}
   labels:
     {{- include "dl-common.labels.standard" (dict "component" "mpi" "context" $ctx) | nindent 4 }}
 data:
-  hostfile: |
-    {{- include "dl-common.mpi.hostfile" (dict "launcher" .launcher "worker" .worker "context" $ctx) | nindent 4 }}
-  ssh_config: |
-    {{- include "dl-common.mpi.sshConfig" (dict "paths" $paths "context" $ctx) | nindent 4 }}
-  sshd_config: |
-    {{- include "dl-common.mpi.sshdConfig" (dict "paths" $paths "context" $ctx) | nindent 4 }}
-  mpi-setup.sh: |
-    {{- include "dl-common.mpi.setupScript" . | nindent 4 }}
-  mpi-sshd.sh: |
-    {{- include "dl-common.mpi.sshdScript" . | nindent 4 }}
-  mpi-launcher.sh: |
-    {{- include "dl-common.mpi.launcherScript" . | nindent 4 }}
+  {{- range $own }}
+  {{ index . 0 }}: |
+    {{- index . 1 | nindent 4 }}
+  {{- end }}
   {{- range $name, $content := .files }}
   {{ $name }}: |
     {{- $content | nindent 4 }}
