@@ -317,13 +317,19 @@ def base_objects(kube: Kube, render: Callable[..., Any]) -> list[dict[str, Any]]
     seen: dict[str, dict[str, Any]] = {}
     for scenario in all_scenarios(CHARTS):
         for obj in render(scenario, kube_version=KUBE_VERSION):
-            try:
-                res = kube.resource_for(obj.key.api_version, obj.kind)
-            except ClusterError:  # a CRD the cluster does not have (PodGroup, ServiceMonitor, ...)
-                continue
-            if res.namespaced and "create" in res.verbs and not obj.is_hook:
+            if creatable(kube, obj) and not obj.is_hook:
                 seen.setdefault(json.dumps(obj.body, sort_keys=True), obj.body)
     return list(seen.values())
+
+
+def creatable(kube: Kube, obj: K8sObject) -> bool:
+    """Whether the cluster serves the object's kind, namespaced and with create (not a CRD it lacks: PodGroup,
+    ServiceMonitor, ...)."""
+    try:
+        res = kube.resource_for(obj.key.api_version, obj.kind)
+    except ClusterError:
+        return False
+    return res.namespaced and "create" in res.verbs
 
 
 @pytest.fixture(scope="module")
@@ -422,13 +428,7 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, 
             tally[f"{chart.name} refused at render"] += 1
             return
         tally[f"{chart.name} rendered"] += 1
-        for obj in rendered:
-            try:
-                res = server.kube.resource_for(obj.key.api_version, obj.kind)
-            except ClusterError:  # a CRD this cluster does not have
-                continue
-            if not res.namespaced or "create" not in res.verbs:
-                continue
+        for obj in (o for o in rendered if creatable(server.kube, o)):
             status, message = server.verdict(obj.body)
             tally["objects created (dry run)"] += 1
             if status not in (200, 201):
