@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cli import main
+from dlcharts.schemas import use_crd_schemas
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -42,6 +43,14 @@ spec:
   {{ .Values.field }}: 3
 """
 NO_SCHEMA = "widgets:\n  no-schema:\n    reason: the Widget CRD is not published\n    objects: ['Widget/*']\n"
+
+
+@pytest.fixture(autouse=True)
+def no_crds_left_behind():
+    """`dlcharts validate --crd` in-process keeps the CRDs for the process; a later test on the same worker
+    (test_schemas' unknown kind, a Widget too) must not see them."""
+    yield
+    use_crd_schemas([])
 
 
 @pytest.fixture
