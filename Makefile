@@ -44,8 +44,9 @@ dist: $(STAMP)  ## build the harness wheel into dist/ (pip install dist/dlcharts
 # Go lives in /usr/local/go/bin on the project's machines; the control-plane build needs it.
 export PATH := $(PATH):/usr/local/go/bin
 
-control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane
+control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane; the oldest supported Kubernetes' API server, controller-manager, scheduler and validator
 	bash ci/build-control-plane.sh
+	bash ci/build-control-plane.sh oldest
 
 demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes
 	$(VENV)/bin/dlcharts demo

@@ -7,9 +7,13 @@
 #                                        kubelet kwok kwokctl etcd coredns registry crane kube-router, or the render
 #                                        servers helm4-render helm3-render, the validator k8s-validate,
 #                                        or helm-unittest for the benchmark: no default build includes these)
+#   ci/build-control-plane.sh oldest     the oldest Kubernetes minor the charts support, at
+#                                        $OLDEST_KUBERNETES_VERSION: kube-apiserver@oldest,
+#                                        kube-controller-manager@oldest, kube-scheduler@oldest and the validator
+#                                        k8s-validate@oldest (each NAME@oldest can be named alone too)
 #
 # Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it (the
-# render servers: the same under the tools folder, see target()).
+# render servers: the same under the tools folder, see target()). NAME@oldest lands at the oldest version's path.
 # A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt), so a
 # second run only hashes files. Versions are pinned in
 # src/dlcharts/cluster/versions.env (read by the Python side too).
@@ -73,9 +77,6 @@ workdir=$cache/build
 die() { echo "build-control-plane: $*" >&2; exit 1; }
 log() { echo "build-control-plane: $*" >&2; }
 
-k8s_minor=${KUBERNETES_VERSION#v1.}           # 35.8
-staging_version=v0.$k8s_minor                 # v0.35.8
-
 declare -A version=(
   [kube-apiserver]=$KUBERNETES_VERSION
   [kube-controller-manager]=$KUBERNETES_VERSION
@@ -106,19 +107,26 @@ version[helm4-render]=$(render_version 4)
 version[helm-unittest]=$HELM_UNITTEST_VERSION  # bench/renderers.py's third renderer; no default build
 version[helm3-render]=$(render_version 3)
 # the API server's create validation, offline (dlcharts.apirules): the Kubernetes version, then a source hash
-version[k8s-validate]=$KUBERNETES_VERSION-$(cd "$repo/ci/k8s-validate" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+validator_hash=$(cd "$repo/ci/k8s-validate" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+version[k8s-validate]=$KUBERNETES_VERSION-$validator_hash
+# the oldest supported minor (a second API server for tests/cluster/test_oldest_kubernetes.py, its validator for
+# `dlcharts validate --kube-version 1.29`): built on request only (the `oldest` group, `make control-plane`)
+oldest=(kube-apiserver@oldest kube-controller-manager@oldest kube-scheduler@oldest k8s-validate@oldest)
+for name in kube-apiserver kube-controller-manager kube-scheduler; do version[$name@oldest]=$OLDEST_KUBERNETES_VERSION; done
+version[k8s-validate@oldest]=$OLDEST_KUBERNETES_VERSION-$validator_hash
 
 # The render servers go with the pinned helm binaries, in the harness's tools folder (dlcharts.toolchain.tools_dir:
 # $DLCHARTS_TOOLS_DIR, else .tools/ of this checkout), not under $DLCHARTS_CACHE, which tests point elsewhere.
 target() {
-  case $1 in
-    helm*-render | k8s-validate) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$1-${version[$1]}/$1" ;;
-    *) echo "$bindir/$1-${version[$1]}/$1" ;;
+  local base=${1%@oldest}
+  case $base in
+    helm*-render | k8s-validate) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$base-${version[$1]}/$base" ;;
+    *) echo "$bindir/$base-${version[$1]}/$base" ;;
   esac
 }
 
 # The arguments with which a binary prints its version (running it proves an unrecorded cache entry is whole).
-version_args() { case $1 in coredns) echo -version ;; crane) echo version ;; helm-unittest) echo --help ;; *) echo --version ;; esac; }
+version_args() { case ${1%@oldest} in coredns) echo -version ;; crane) echo version ;; helm-unittest) echo --help ;; *) echo --version ;; esac; }
 
 # cached NAME: the cache holds NAME as it was built: its sha256 equals the one install_bin recorded beside it
 # (NAME.sha256). An entry without a record (cached before records existed) is adopted when it runs its version
@@ -148,7 +156,9 @@ for arg in "$@"; do
     --check) check=1 ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     -*) die "unknown option $arg (see --help)" ;;
-    *) [[ -n ${version[$arg]+x} ]] || die "unknown binary $arg; known: ${all[*]} helm4-render helm3-render k8s-validate helm-unittest"
+    oldest) wanted+=("${oldest[@]}") ;;
+    *) [[ -n ${version[$arg]+x} ]] ||
+         die "unknown binary $arg; known: ${all[*]} helm4-render helm3-render k8s-validate helm-unittest ${oldest[*]} (or: oldest)"
        wanted+=("$arg") ;;
   esac
 done
@@ -215,45 +225,56 @@ timed_build() { # NAME PKG LDFLAGS (run inside the wrapper module)
   log "built $name ${version[$name]} in $((SECONDS - start))s -> $(target "$name")"
 }
 
+# build_kubernetes VERSION SUFFIX: kube-apiserver, kube-controller-manager, kube-scheduler (and kubelet at the pinned
+# version; k8s-validate at the oldest) from k8s.io/kubernetes@VERSION, named NAME$SUFFIX ("" or "@oldest").
 build_kubernetes() {
-  need kube-apiserver kube-controller-manager kube-scheduler kubelet || return 0
-  local mod=$workdir/kubernetes-$KUBERNETES_VERSION gomod time hash staging name ld
+  local kversion=$1 suffix=$2 names=() mod gomod time hash staging name ld k8s_minor
+  if [[ -z $suffix ]]; then names=(kube-apiserver kube-controller-manager kube-scheduler kubelet); else
+    names=(kube-apiserver kube-controller-manager kube-scheduler); fi
+  need "${names[@]/%/$suffix}" || { [[ -n $suffix ]] && need "k8s-validate$suffix"; } || return 0
+  k8s_minor=${kversion#v1.}  # 35.8
+  mod=$workdir/kubernetes-$kversion
   mkdir -p "$mod"
-  gomod=$(module_info "k8s.io/kubernetes@$KUBERNETES_VERSION" GoMod)
-  time=$(sed -n 's/.*"Time": *"\([^"]*\)".*/\1/p' "$(module_info "k8s.io/kubernetes@$KUBERNETES_VERSION" Info)")
-  hash=$(module_info "k8s.io/kubernetes@$KUBERNETES_VERSION" Hash)
-  [[ -f $gomod ]] || die "could not fetch k8s.io/kubernetes@$KUBERNETES_VERSION from $GOPROXY"
+  gomod=$(module_info "k8s.io/kubernetes@$kversion" GoMod)
+  time=$(sed -n 's/.*"Time": *"\([^"]*\)".*/\1/p' "$(module_info "k8s.io/kubernetes@$kversion" Info)")
+  hash=$(module_info "k8s.io/kubernetes@$kversion" Hash)
+  [[ -f $gomod ]] || die "could not fetch k8s.io/kubernetes@$kversion from $GOPROXY"
   # Every staging module, from the replace block of kubernetes' own go.mod: k8s.io/x => ./staging/src/k8s.io/x
   mapfile -t staging < <(sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._-]*\) => \./staging/src/.*#\1#p' "$gomod")
   ((${#staging[@]} > 10)) || die "found no staging modules in $gomod; its layout changed"
+  if [[ -n $suffix ]]; then  # the validator at this version: ci/k8s-validate's source in the wrapper module
+    mkdir -p "$mod/k8s-validate"
+    cp "$repo/ci/k8s-validate/main.go" "$mod/k8s-validate/main.go"
+  fi
   {
     echo "// Generated by ci/build-control-plane.sh: builds Kubernetes server binaries from k8s.io/kubernetes."
     echo "module dlcharts.local/control-plane/kubernetes"
     echo
     echo "go 1.26.0"
     echo
-    echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+    echo "require k8s.io/kubernetes $kversion"
     echo
     echo "replace ("
-    for name in "${staging[@]}"; do echo "	$name => $name $staging_version"; done
+    for name in "${staging[@]}"; do echo "	$name => $name v0.$k8s_minor"; done
     echo ")"
     echo
     echo "tool ("
-    for name in kube-apiserver kube-controller-manager kube-scheduler kubelet; do echo "	k8s.io/kubernetes/cmd/$name"; done
+    for name in "${names[@]}"; do echo "	k8s.io/kubernetes/cmd/$name"; done
     echo ")"
   } >"$mod/go.mod"
   (cd "$mod" && go mod tidy)
   ld=""
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=${k8s_minor%%.*}"
+    ld+=" -X $pkg.gitVersion=$kversion -X $pkg.gitMajor=1 -X $pkg.gitMinor=${k8s_minor%%.*}"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$time"
     [[ -z $hash ]] || ld+=" -X $pkg.gitCommit=$hash"
   done
   (
     cd "$mod"
-    for name in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
-      timed_build "$name" "k8s.io/kubernetes/cmd/$name" "$ld"
+    for name in "${names[@]}"; do
+      timed_build "$name$suffix" "k8s.io/kubernetes/cmd/$name" "$ld"
     done
+    [[ -z $suffix ]] || timed_build "k8s-validate$suffix" ./k8s-validate ""
   )
 }
 
@@ -355,7 +376,8 @@ if ((${#missing[@]})); then
       kube-router) build_go_tool kube-router github.com/cloudnativelabs/kube-router/v2 "$KUBE_ROUTER_VERSION" \
         github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
         "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" ;;
-      kube-apiserver|kube-controller-manager|kube-scheduler|kubelet) build_kubernetes ;;
+      kube-apiserver|kube-controller-manager|kube-scheduler|kubelet) build_kubernetes "$KUBERNETES_VERSION" "" ;;
+      *@oldest) build_kubernetes "$OLDEST_KUBERNETES_VERSION" @oldest ;;
       kwok*) build_kwok ;;
       etcd) build_etcd ;;
     esac

@@ -9,10 +9,13 @@ a create's validation for each built-in kind: decoding with defaults, then the k
 quotas, webhooks) and whatever needs other objects.
 
 ``dlcharts.schemas.validate_object`` asks it about every object whose schema passed, when the render's Kubernetes
-minor is the validator's (other minors have other rules: their objects get the schema pass only). It runs as one
-long-lived process per Python process. ci/build-control-plane.sh builds it into the tools folder beside the render
-servers (``make tools``; the pytest plugin and ``dlcharts tools`` build it once); where it is not built or does not
-start, one line on stderr says so and validation goes on with schemas alone.
+minor is one a validator is built for: the pinned version's (``k8s-validate``) or the oldest minor the charts
+support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION).
+Other minors have other rules: their objects get the schema pass only. Each runs as one long-lived process per
+Python process. ci/build-control-plane.sh builds them into the tools folder beside the render servers (the pinned
+one with ``make tools``, which the pytest plugin and ``dlcharts tools`` also run; the oldest with ``make
+control-plane``, or ``ci/build-control-plane.sh oldest``); where one is not built or does not start, one line on
+stderr says so and validation at its minor goes on with schemas alone.
 """
 
 from __future__ import annotations
@@ -25,12 +28,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from dlcharts import render_server
-from dlcharts.cluster.binaries import KUBERNETES_VERSION
+from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
 from dlcharts.errors import ToolchainError
 
 NAME = "k8s-validate"
-#: the Kubernetes minor whose rules the validator holds ("1.35")
-MINOR = ".".join(KUBERNETES_VERSION.lstrip("v").split(".")[:2])
+
+
+def minor(kube_version: str) -> str:
+    """ "v1.35.8" -> "1.35" """
+    return ".".join(kube_version.lstrip("v").split(".")[:2])
+
+
+#: the Kubernetes minor whose rules the default validator holds ("1.35")
+MINOR = minor(KUBERNETES_VERSION)
+#: each minor a validator can be built for, and that validator's name in ci/build-control-plane.sh
+VALIDATORS = {MINOR: NAME, minor(OLDEST_KUBERNETES_VERSION): NAME + OLDEST}
 
 
 class ApiRules:
@@ -81,26 +93,26 @@ def _write_all(stream: IO[bytes], lines: list[bytes]) -> None:
     stream.flush()
 
 
-_rules: list[ApiRules | None] = []
+_rules: dict[str, ApiRules | None] = {}
 _lock = threading.Lock()
 
 
-def rules() -> ApiRules | None:
-    """The process for this Python process, started on first use; None (said once on stderr) where the
-    validator is not built or does not start."""
+def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
+    """The validator of ``kube_version``'s minor for this Python process, started on first use; None where no
+    validator holds that minor's rules, or (said once on stderr) where it is not built or does not start."""
+    name = VALIDATORS.get(minor(kube_version))
+    if name is None:
+        return None
     with _lock:
-        if not _rules:
+        if name not in _rules:
             checker: ApiRules | None = None
             try:
-                checker = ApiRules(render_server.located(NAME) or render_server.locate([NAME], build=False)[NAME])
+                checker = ApiRules(render_server.located(name) or render_server.locate([name], build=False)[name])
             except (ToolchainError, OSError) as exc:
                 print(
-                    f"dlcharts: the API server's rules are not checked offline ({exc}); schemas only", file=sys.stderr
+                    f"dlcharts: the API server's rules of Kubernetes {minor(kube_version)} are not checked offline "
+                    f"({exc}); schemas only",
+                    file=sys.stderr,
                 )
-            _rules.append(checker)
-        return _rules[0]
-
-
-def applies_to(kube_version: str) -> bool:
-    """Whether the validator's rules are those of ``kube_version``'s minor."""
-    return ".".join(kube_version.lstrip("v").split(".")[:2]) == MINOR
+            _rules[name] = checker
+        return _rules[name]

@@ -256,7 +256,7 @@ def _schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
 def api_rule_findings(objects: list[K8sObject], kube_version: str) -> list[Finding]:
     """The API server's create validation of objects whose schema passed (dlcharts.apirules), when it holds the
     rules of ``kube_version``'s minor and is built; check id ``api-rules``. One round trip for all of them."""
-    if not objects or not apirules.applies_to(kube_version) or (checker := apirules.rules()) is None:
+    if not objects or (checker := apirules.rules(kube_version)) is None:
         return []
     return [
         Finding(obj.source, obj.ref(), field, message, "api-rules", kube_version)

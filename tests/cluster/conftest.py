@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from dlcharts import run
-from dlcharts.cluster import ClusterConfig, ClusterHandle, EmbeddedCluster
+from dlcharts.cluster import ClusterConfig, ClusterHandle, EmbeddedCluster, build_binaries
+from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
@@ -25,6 +26,17 @@ from dlcharts.install.namespaces import delete_namespace
 @pytest.fixture(scope="session")
 def embedded_cluster() -> Iterator[ClusterHandle]:
     config = ClusterConfig(name=os.environ.get("DLCHARTS_CLUSTER_NAME", "dlcharts"))
+    with EmbeddedCluster(config) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def oldest_cluster() -> Iterator[ClusterHandle]:
+    """A second embedded cluster at the oldest Kubernetes minor the charts support (OLDEST_KUBERNETES_VERSION: its
+    own API server, controller-manager and scheduler, built here once when missing), fake nodes only."""
+    build_binaries(["oldest"])
+    name = f"{os.environ.get('DLCHARTS_CLUSTER_NAME', 'dlcharts')}-oldest"
+    config = ClusterConfig(name=name, real_node=False, kubernetes_version=OLDEST_KUBERNETES_VERSION)
     with EmbeddedCluster(config) as handle:
         yield handle
 

@@ -1,8 +1,10 @@
 """Differential test: the offline verdict of the harness against the real API server's, on generated objects.
 
-Every object of every chart x scenario (rendered for the embedded cluster's Kubernetes version) is sent as it is,
-then again with one field mutated. Hypothesis draws the mutations: which class of rule, which object, which field
-and which value (valid values, near misses and noise). Each object gets two verdicts:
+Every object of every chart x scenario (rendered for the cluster's Kubernetes version) is sent as it is, then again
+with one field mutated; on two clusters: the pinned version's (embedded_cluster) and the oldest minor the charts
+support (oldest_cluster, its own kube-apiserver), each against the offline validator of its own minor. Hypothesis
+draws the mutations: which class of rule, which object, which field and which value (valid values, near misses and
+noise). Each object gets two verdicts:
 
 - the API server's: a create with ``dryRun=All`` in a throwaway namespace (validated and admitted, never stored);
 - ours, offline, as ``dlcharts validate`` gives it: the object's schema, then the API server's own create
@@ -10,8 +12,8 @@ and which value (valid values, near misses and noise). Each object gets two verd
 
 A false accept is an object we pass and the API server refuses (a green run that ``helm install`` then fails);
 a false reject one we refuse and the API server takes. Both must be 0 in every class. The table per class goes to
-reports/api-parity.json and to the JUnit report's properties; bench/results.md section 11 keeps a run's, before
-(schemas and checks only) and after the validator.
+reports/api-parity-<minor>.json and to the JUnit report's properties; bench/results.md section 11 keeps a run's,
+before (schemas and checks only) and after the validator.
 """
 
 from __future__ import annotations
@@ -51,8 +53,6 @@ API_CHECKS = ("dns-names", "selector-labels")
 EXAMPLES = int(os.environ.get("DLCHARTS_PARITY_EXAMPLES", "5000"))
 #: values per chart (on average) the API server judges, drawn as the property tier draws (DLCHARTS_VALUE_SAMPLES)
 VALUE_SAMPLES = int(os.environ.get("DLCHARTS_VALUE_SAMPLES", "40"))
-KUBE_VERSION = "1.35.0"
-REPORT = Path("reports/api-parity.json")
 
 # --- values: valid ones, near misses and noise -------------------------------------------------------------------
 
@@ -287,20 +287,21 @@ def applies(klass: str, body: dict[str, Any]) -> bool:
 # --- verdicts ---------------------------------------------------------------------------------------------------
 
 
-def offline_verdict(body: dict[str, Any]) -> list[str]:
+def offline_verdict(body: dict[str, Any], kube_version: str) -> list[str]:
     """What ``dlcharts validate`` says of the object: schema errors and the API-rule checks' findings."""
     metadata = body.get("metadata") or {}
     key = ObjectKey(str(body.get("apiVersion")), str(body.get("kind")), None, str(metadata.get("name", "")))
     obj = K8sObject(key, body, "parity")
-    findings = [*validate_object(obj, KUBE_VERSION), *run_policies([obj], checks=API_CHECKS)]
+    findings = [*validate_object(obj, kube_version), *run_policies([obj], checks=API_CHECKS)]
     return [f"{f.path}: {f.message}" for f in findings]
 
 
 class Server:
-    """The API server's verdict: a ``dryRun=All`` create into one namespace."""
+    """The API server's verdict: a ``dryRun=All`` create into one namespace; ``kube_version`` is what it runs, as
+    the charts are rendered for it ("1.35.0")."""
 
-    def __init__(self, kube: Kube, namespace: str) -> None:
-        self.kube, self.namespace = kube, namespace
+    def __init__(self, kube: Kube, namespace: str, kube_version: str) -> None:
+        self.kube, self.namespace, self.kube_version = kube, namespace, kube_version
 
     def verdict(self, body: dict[str, Any]) -> tuple[int, str]:
         res = self.kube.resource_for(str(body["apiVersion"]), str(body["kind"]))
@@ -311,13 +312,13 @@ class Server:
         return resp.status, "" if resp.status in (200, 201) else status_message(resp.doc)
 
 
-def base_objects(kube: Kube, render: Callable[..., Any]) -> list[dict[str, Any]]:
-    """Every namespaced object the cluster serves of every chart x scenario, rendered for KUBE_VERSION, once
-    per (kind, body)."""
+def base_objects(server: Server, render: Callable[..., Any]) -> list[dict[str, Any]]:
+    """Every namespaced object the cluster serves of every chart x scenario, rendered for its version, once per
+    (kind, body)."""
     seen: dict[str, dict[str, Any]] = {}
     for scenario in all_scenarios(CHARTS):
-        for obj in render(scenario, kube_version=KUBE_VERSION):
-            if creatable(kube, obj) and not obj.is_hook:
+        for obj in render(scenario, kube_version=server.kube_version):
+            if creatable(server.kube, obj) and not obj.is_hook:
                 seen.setdefault(json.dumps(obj.body, sort_keys=True), obj.body)
     return list(seen.values())
 
@@ -332,15 +333,18 @@ def creatable(kube: Kube, obj: K8sObject) -> bool:
     return res.namespaced and "create" in res.verbs
 
 
-@pytest.fixture(scope="module")
-def parity(embedded_cluster: ClusterHandle, render: Callable[..., Any]) -> Iterator[tuple[Server, list[Any]]]:
+@pytest.fixture(scope="module", params=["embedded_cluster", "oldest_cluster"])
+def parity(request: pytest.FixtureRequest, render: Callable[..., Any]) -> Iterator[tuple[Server, list[Any]]]:
+    cluster: ClusterHandle = request.getfixturevalue(request.param)
     name = f"parity-{uuid.uuid4().hex[:6]}"
-    with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-        embedded_cluster.create_namespace(name, "privileged")  # Pod Security is test_policy_parity's subject
+    with Kube.from_kubeconfig(cluster.kubeconfig) as kube:
+        version = str(kube.get("/version")["gitVersion"]).lstrip("v")
+        cluster.create_namespace(name, "privileged")  # Pod Security is test_policy_parity's subject
         try:
-            yield Server(kube, name), base_objects(kube, render)
+            server = Server(kube, name, f"{apirules.minor(version)}.0")
+            yield server, base_objects(server, render)
         finally:
-            embedded_cluster.delete_namespace(name, wait=False)
+            cluster.delete_namespace(name, wait=False)
 
 
 def test_every_rendered_object_passes_both_validators(parity):
@@ -349,36 +353,41 @@ def test_every_rendered_object_passes_both_validators(parity):
     problems = []
     for body in objects:
         status, message = server.verdict(body)
-        offline = offline_verdict(body)
+        offline = offline_verdict(body, server.kube_version)
         if status not in (200, 201) or offline:
             problems.append(f"{body['kind']}/{body['metadata']['name']}: server {status} {message}; offline {offline}")
     assert problems == []
 
 
-TALLY: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-EXAMPLES_OF: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
+class Tally:
+    """Outcomes per class of rule, and up to three examples of each disagreement."""
 
+    def __init__(self) -> None:
+        self.counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        self.examples: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
 
-def record(klass: str, field: str, body: dict[str, Any], server: tuple[int, str], offline: list[str]) -> None:
-    status, message = server
-    if status not in (200, 201, 400, 422):  # not a verdict on the object (conflict, server error): counted apart
-        TALLY[klass]["no verdict"] += 1
-        return
-    refused, flagged = status in (400, 422), bool(offline)
-    outcome = {(True, True): "both refuse", (False, False): "both accept",
-               (True, False): "false accept", (False, True): "false reject"}[(refused, flagged)]  # fmt: skip
-    TALLY[klass][outcome] += 1
-    TALLY[klass]["tried"] += 1
-    if outcome.startswith("false") and len(EXAMPLES_OF[klass]) < 3:
-        EXAMPLES_OF[klass].append({
-            "outcome": outcome, "object": f"{body['kind']}/{body['metadata'].get('name')}", "field": field,
-            "server": message[:300], "offline": "; ".join(offline)[:300],
-        })  # fmt: skip
+    def record(self, klass: str, field: str, body: dict[str, Any], server: tuple[int, str], offline: list[str]) -> None:
+        status, message = server
+        counts = self.counts[klass]
+        if status not in (200, 201, 400, 422):  # not a verdict on the object (conflict, server error): counted apart
+            counts["no verdict"] += 1
+            return
+        refused, flagged = status in (400, 422), bool(offline)
+        outcome = {(True, True): "both refuse", (False, False): "both accept",
+                   (True, False): "false accept", (False, True): "false reject"}[(refused, flagged)]  # fmt: skip
+        counts[outcome] += 1
+        counts["tried"] += 1
+        if outcome.startswith("false") and len(self.examples[klass]) < 3:
+            self.examples[klass].append({
+                "outcome": outcome, "object": f"{body['kind']}/{body['metadata'].get('name')}", "field": field,
+                "server": message[:300], "offline": "; ".join(offline)[:300],
+            })  # fmt: skip
 
 
 def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_server(parity, record_testsuite_property):
     server, objects = parity
-    assert apirules.rules() is not None, "ci/k8s-validate is not built: run make tools"
+    assert apirules.rules(server.kube_version) is not None, f"no validator of Kubernetes {server.kube_version} built"
+    tally = Tally()
     pools = {klass: [body for body in objects if applies(klass, body)] for klass in MUTATIONS}
     assert all(pools.values()), {klass: len(pool) for klass, pool in pools.items()}
 
@@ -390,22 +399,25 @@ def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_serve
         body = copy.deepcopy(data.draw(st.sampled_from(pools[klass]), label="object"))
         field = MUTATIONS[klass](body, data)
         assert field is not None, f"{klass} does not apply to {body['kind']}"
-        record(klass, field, body, server.verdict(body), offline_verdict(body))
+        tally.record(klass, field, body, server.verdict(body), offline_verdict(body, server.kube_version))
 
     one()
-    table = {klass: dict(counts) for klass, counts in sorted(TALLY.items())}
-    REPORT.parent.mkdir(exist_ok=True)
-    REPORT.write_text(json.dumps({"kube": KUBE_VERSION, "classes": table, "examples": EXAMPLES_OF}, indent=1) + "\n")
+    minor = apirules.minor(server.kube_version)
+    table = {klass: dict(counts) for klass, counts in sorted(tally.counts.items())}
+    report = Path(f"reports/api-parity-{minor}.json")
+    report.parent.mkdir(exist_ok=True)
+    doc = {"kube": server.kube_version, "classes": table, "examples": tally.examples}
+    report.write_text(json.dumps(doc, indent=1) + "\n")
     for klass, counts in table.items():
-        record_testsuite_property(f"api-parity {klass}", json.dumps(counts, sort_keys=True))
+        record_testsuite_property(f"api-parity {minor} {klass}", json.dumps(counts, sort_keys=True))
     tried = sum(counts.get("tried", 0) for counts in table.values())
-    print(f"\napi parity: {tried} mutated objects, Kubernetes {KUBE_VERSION}")
+    print(f"\napi parity: {tried} mutated objects, Kubernetes {server.kube_version}")
     for klass, counts in table.items():
         print(f"  {klass:20} {json.dumps(counts, sort_keys=True)}")
     assert tried >= EXAMPLES * 0.95, table  # the rest: answers that are no verdict on the object
-    false_rejects = {k: EXAMPLES_OF[k] for k, c in table.items() if c.get("false reject")}
+    false_rejects = {k: tally.examples[k] for k, c in table.items() if c.get("false reject")}
     assert not false_rejects, json.dumps(false_rejects, indent=1)
-    missed = {k: EXAMPLES_OF[k] for k, c in table.items() if c.get("false accept")}
+    missed = {k: tally.examples[k] for k, c in table.items() if c.get("false accept")}
     assert not missed, json.dumps(missed, indent=1)
 
 
@@ -423,7 +435,7 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, 
     def one(drawn: tuple[Path, dict[str, Any]]) -> None:
         chart, values = drawn
         try:
-            rendered = render(chart, values=values, kube_version=KUBE_VERSION)
+            rendered = render(chart, values=values, kube_version=server.kube_version)
         except RenderError:
             tally[f"{chart.name} refused at render"] += 1
             return
@@ -436,7 +448,7 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, 
 
     one()
     for key, count in sorted(tally.items()):
-        record_testsuite_property(f"values dry-run {key}", count)
+        record_testsuite_property(f"values dry-run {apirules.minor(server.kube_version)} {key}", count)
     print(f"\nvalues dry-run: {dict(sorted(tally.items()))}")
     assert tally["objects created (dry run)"] > 0, tally
     assert not refused, "\n".join(refused[:10])

@@ -15,7 +15,7 @@ from dlcharts.cluster import (
     default_node_pools,
     require_binaries,
 )
-from dlcharts.cluster.binaries import binary, read_versions
+from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION, binary, control_plane_binaries, read_versions
 from dlcharts.cluster.config import node_objects, stage_documents
 from dlcharts.errors import ClusterError
 
@@ -32,6 +32,22 @@ def test_versions_are_pinned_once_for_script_and_python() -> None:
 def test_binary_cache_layout(tmp_path: Path) -> None:
     b = binary("kube-apiserver", tmp_path)
     assert b.path == tmp_path / "bin" / f"kube-apiserver-{b.version}" / "kube-apiserver"
+    old = binary("kube-apiserver@oldest", tmp_path)
+    assert old.path == tmp_path / "bin" / f"kube-apiserver-{OLDEST_KUBERNETES_VERSION}" / "kube-apiserver"
+
+
+def test_the_oldest_minor_is_the_one_the_charts_claim() -> None:
+    claims = {(c / "Chart.yaml").read_text().split("kubeVersion:")[1].split()[0] for c in (REPO / "charts").iterdir()}
+    assert claims == {f'">={OLDEST_KUBERNETES_VERSION.lstrip("v").rsplit(".", 1)[0]}.0-0"'}
+    config = ClusterConfig(name="old", real_node=False, kubernetes_version=OLDEST_KUBERNETES_VERSION)
+    config.validate()
+    assert control_plane_binaries(OLDEST_KUBERNETES_VERSION) == tuple(
+        f"{n}@oldest" if n.startswith("kube-") else n for n in control_plane_binaries()
+    )
+    assert {
+        n["status"]["nodeInfo"]["kubeletVersion"] for n in node_objects(config.node_pools, OLDEST_KUBERNETES_VERSION)
+    } == {OLDEST_KUBERNETES_VERSION}
+    assert config.control_plane_fingerprint() != ClusterConfig(name="old", real_node=False).control_plane_fingerprint()
 
 
 def test_missing_binaries_name_each_one_and_the_build_command(tmp_path: Path) -> None:
@@ -90,6 +106,8 @@ def test_custom_pool_with_other_gpu_resource_and_taint() -> None:
         (ClusterConfig(real_node_cidr="10.250.7.1/24"), "real_node_cidr: '10.250.7.1/24'"),
         (ClusterConfig(real_node_cidr="10.0.0.0/8"), "real_node_cidr: '10.0.0.0/8'"),
         (ClusterConfig(real_node_cidr="fd00::/64"), "real_node_cidr"),
+        (ClusterConfig(kubernetes_version="v1.31.14"), "'v1.31.14' is not one the embedded cluster runs"),
+        (ClusterConfig(kubernetes_version=OLDEST_KUBERNETES_VERSION), "cannot have the real node"),
     ],
 )
 def test_bad_config_names_the_field(config: ClusterConfig, fragment: str) -> None:

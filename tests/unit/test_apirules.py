@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from dlcharts import apirules
+from dlcharts import apirules, render_server
 from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import validate_object
 
@@ -68,12 +68,25 @@ def test_headless_and_cluster_ip_services_pass_as_the_api_server_allocates_them(
         assert rules.problems({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec}) == []
 
 
-def test_schema_validation_adds_the_api_rules_for_the_validators_minor_only():
+def test_schema_validation_adds_the_api_rules_for_the_validators_minors_only():
     body = mutated(lambda b: container(b).update(name="Main"))
     obj = K8sObject(ObjectKey("batch/v1", "Job", None, "train"), body, "c/templates/job.yaml")
     (finding,) = validate_object(obj, f"{apirules.MINOR}.0")
     assert finding.check == "api-rules" and finding.path == "spec.template.spec.containers[0].name"
-    assert validate_object(obj, "1.29.0") == []  # other minors have other rules: the schema pass only
+    assert set(apirules.VALIDATORS) == {apirules.MINOR, "1.29"}
+    assert validate_object(obj, "1.32.0") == []  # minors without a validator have other rules: the schema pass only
+
+
+def test_the_oldest_minors_validator_holds_that_minors_rules():
+    """k8s-validate@oldest links Kubernetes 1.29, whose environment variable names are C-like identifiers; 1.32
+    relaxed that (RelaxedEnvironmentVariableValidation), so the pinned validator takes what 1.29 refuses."""
+    render_server.locate([apirules.VALIDATORS["1.29"]], build=True)  # cached; ci/build-control-plane.sh oldest
+    body = mutated(lambda b: container(b).update(env=[{"name": "1 epoch", "value": "x"}]))
+    obj = K8sObject(ObjectKey("batch/v1", "Job", None, "train"), body, "c/templates/job.yaml")
+    (finding,) = validate_object(obj, "1.29.0")
+    assert finding.check == "api-rules" and finding.path == "spec.template.spec.containers[0].env[0].name"
+    assert "valid environment variable name" in finding.message
+    assert validate_object(obj, f"{apirules.MINOR}.0") == []
 
 
 def test_a_custom_resource_gets_the_metadata_rules_of_the_apiextensions_server(rules):

@@ -34,6 +34,11 @@ _COMPONENTS: dict[str, str] = {
 BINARY_NAMES: tuple[str, ...] = tuple(_COMPONENTS)
 REAL_NODE_BINARIES: tuple[str, ...] = ("kubelet", "coredns", "kube-router")
 CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in REAL_NODE_BINARIES)
+#: the binaries that follow the cluster's Kubernetes version; at the oldest supported minor they are NAME@oldest
+#: (``ci/build-control-plane.sh oldest``), in bin/NAME-<OLDEST_KUBERNETES_VERSION>/NAME
+VERSIONED_BINARIES: tuple[str, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+OLDEST = "@oldest"
+_COMPONENTS.update({name + OLDEST: "OLDEST_KUBERNETES_VERSION" for name in VERSIONED_BINARIES})
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
@@ -59,6 +64,21 @@ KWOK_VERSION = VERSIONS["KWOK_VERSION"]
 ETCD_VERSION = VERSIONS["ETCD_VERSION"]
 COREDNS_VERSION = VERSIONS["COREDNS_VERSION"]
 KUBE_ROUTER_VERSION = VERSIONS["KUBE_ROUTER_VERSION"]
+OLDEST_KUBERNETES_VERSION = VERSIONS["OLDEST_KUBERNETES_VERSION"]
+#: the Kubernetes versions an embedded cluster can run: the pinned one (default) and the oldest the charts support
+CLUSTER_VERSIONS: tuple[str, ...] = (KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION)
+
+
+def control_plane_binaries(kubernetes_version: str = KUBERNETES_VERSION) -> tuple[str, ...]:
+    """The control plane's binary names for a cluster at ``kubernetes_version`` (one of CLUSTER_VERSIONS)."""
+    if kubernetes_version == KUBERNETES_VERSION:
+        return CONTROL_PLANE_BINARIES
+    if kubernetes_version == OLDEST_KUBERNETES_VERSION:
+        return tuple(n + OLDEST if n in VERSIONED_BINARIES else n for n in CONTROL_PLANE_BINARIES)
+    raise ClusterError(
+        f"Kubernetes {kubernetes_version!r} is not one the embedded cluster runs; use {KUBERNETES_VERSION} (pinned) "
+        f"or {OLDEST_KUBERNETES_VERSION} (the oldest minor the charts support)"
+    )
 
 
 def cache_dir() -> Path:
@@ -78,12 +98,14 @@ class Binary:
 
 
 def binary(name: str, cache: Path | None = None) -> Binary:
-    """The pinned binary ``name`` (one of BINARY_NAMES) and where it lives in the cache."""
+    """The pinned binary ``name`` (one of BINARY_NAMES, or a VERSIONED_BINARIES name + OLDEST) and where it lives
+    in the cache."""
     if name not in _COMPONENTS:
-        raise ClusterError(f"unknown control-plane binary {name!r}; known: {', '.join(BINARY_NAMES)}")
+        raise ClusterError(f"unknown control-plane binary {name!r}; known: {', '.join(_COMPONENTS)}")
     version = VERSIONS[_COMPONENTS[name]]
     root = cache if cache is not None else cache_dir()
-    return Binary(name, version, root / "bin" / f"{name}-{version}" / name)
+    base = name.removesuffix(OLDEST)
+    return Binary(name, version, root / "bin" / f"{base}-{version}" / base)
 
 
 def pinned_binaries(cache: Path | None = None) -> dict[str, Binary]:
@@ -127,7 +149,7 @@ def require_binaries(cache: Path | None = None, names: tuple[str, ...] = BINARY_
             f"{lines}\n"
             f"build them once (about 13 minutes on 2 cores, 10-20 more for kubelet and CoreDNS; then cached)"
             f" with:\n"
-            f"  {build_command()}\n"
+            f"  {build_command()}{' oldest' if any(b.name.endswith(OLDEST) for b in missing) else ''}\n"
             f"or from Python: dlcharts.cluster.build_binaries()"
         )
     return {name: b.path for name, b in found.items()}

@@ -7,17 +7,19 @@ import shlex
 import sys
 import time
 
-from dlcharts.cluster.binaries import build_binaries
+from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, build_binaries
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
+    version = OLDEST_KUBERNETES_VERSION if args.kubernetes_version == "oldest" else args.kubernetes_version
     if args.action == "build":
-        for name, path in build_binaries().items():
+        for name, path in build_binaries(["oldest"] if version == OLDEST_KUBERNETES_VERSION else None).items():
             print(f"{name} {path}")
         return 0
-    cluster = EmbeddedCluster(ClusterConfig(name=args.name, real_node=not args.no_real_node))
+    config = ClusterConfig(name=args.name, real_node=not args.no_real_node, kubernetes_version=version)
+    cluster = EmbeddedCluster(config)
     if args.action == "up":
         handle = cluster.start()
         how = "reused running cluster" if handle.reused else "started"
@@ -76,6 +78,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--no-real-node",
         action="store_true",
         help="up: only the fake (kwok) nodes, no containerd/kubelet node (that one needs root)",
+    )
+    cluster.add_argument(
+        "--kubernetes-version",
+        default=KUBERNETES_VERSION,
+        choices=[KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, "oldest"],
+        help="build/up: the control plane's version (default: %(default)s); oldest ("
+        + OLDEST_KUBERNETES_VERSION
+        + ", the oldest minor the charts support) runs fake nodes only, so up needs --no-real-node with it",
     )
     cluster.set_defaults(func=cmd_cluster)
 

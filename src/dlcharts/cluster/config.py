@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from dlcharts.cluster.binaries import KUBERNETES_VERSION
+from dlcharts.cluster.binaries import KUBERNETES_VERSION, control_plane_binaries
 from dlcharts.errors import ClusterError
 
 _HERE = Path(__file__).resolve().parent
@@ -106,6 +106,9 @@ class ClusterConfig:
                        dlcharts.cluster.node), labelled and tainted dlcharts.io/node-type=real.
     real_node_cidr:    the real node's bridge and pod range (an IPv4 /16../28 used on no interface); empty:
                        a /24 in 10.250.0.0/16 derived from the cluster name.
+    kubernetes_version: the control plane's version, one of binaries.CLUSTER_VERSIONS: the pinned one, or the
+                       oldest minor the charts support (fake nodes only: the real node's kubelet is the pinned
+                       version, and a kubelet must not be newer than its API server).
     """
 
     name: str = "dlcharts"
@@ -119,8 +122,16 @@ class ClusterConfig:
     api_qps: int = 200
     real_node: bool = True
     real_node_cidr: str = ""
+    kubernetes_version: str = KUBERNETES_VERSION
 
     def validate(self) -> None:
+        control_plane_binaries(self.kubernetes_version)  # a version it cannot run: the error names both it can
+        if self.real_node and self.kubernetes_version != KUBERNETES_VERSION:
+            raise ClusterError(
+                f"a Kubernetes {self.kubernetes_version} cluster cannot have the real node (its kubelet is "
+                f"{KUBERNETES_VERSION}, newer than that API server); start it with fake nodes only "
+                "(real_node=False, or --no-real-node)"
+            )
         if self.api_qps < 1:
             raise ClusterError(f"api_qps must be >= 1 (requests per second), not {self.api_qps}")
         if not _DNS_LABEL.match(self.name) or len(self.name) > 40:
@@ -150,7 +161,7 @@ class ClusterConfig:
 
     def control_plane_fingerprint(self) -> str:
         """Hash of what cannot change on a running cluster (stages, pod CIDR, versions)."""
-        doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": KUBERNETES_VERSION,
+        doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": self.kubernetes_version,
                "api_qps": self.api_qps, "real_node": self.real_node, "real_node_cidr": self.real_node_cidr}  # fmt: skip
         doc["stages"] = sorted(p.name + ":" + hashlib.sha256(p.read_bytes()).hexdigest() for p in stage_files())
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -177,7 +188,7 @@ def stage_documents(pod_run_seconds: float) -> list[dict[str, Any]]:
     return docs
 
 
-def node_objects(pools: tuple[NodePool, ...]) -> list[dict[str, Any]]:
+def node_objects(pools: tuple[NodePool, ...], kubelet_version: str = KUBERNETES_VERSION) -> list[dict[str, Any]]:
     """The Node objects (with status) for every pool, from templates/node.yaml."""
     template = yaml.safe_load(NODE_TEMPLATE.read_text())
     nodes = []
@@ -203,6 +214,6 @@ def node_objects(pools: tuple[NodePool, ...]) -> list[dict[str, Any]]:
                 resources[pool.gpu_resource] = str(pool.gpus)
             node["status"]["capacity"] = dict(resources)
             node["status"]["allocatable"] = dict(resources)
-            node["status"]["nodeInfo"]["kubeletVersion"] = KUBERNETES_VERSION
+            node["status"]["nodeInfo"]["kubeletVersion"] = kubelet_version
             nodes.append(node)
     return nodes

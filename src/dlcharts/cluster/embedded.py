@@ -195,8 +195,10 @@ class EmbeddedCluster:
     def start(self) -> ClusterHandle:
         """Bring the cluster up (or reuse the running one of the same name) and return its handle."""
         started = time.monotonic()
-        names = _bin.CONTROL_PLANE_BINARIES + (_bin.REAL_NODE_BINARIES if self.config.real_node else ())
-        paths = _bin.require_binaries(self.cache, names)
+        names = _bin.control_plane_binaries(self.config.kubernetes_version)
+        names += _bin.REAL_NODE_BINARIES if self.config.real_node else ()
+        found = _bin.require_binaries(self.cache, names)
+        paths = {name.removesuffix(_bin.OLDEST): path for name, path in found.items()}
         paths["kubectl"] = _kubectl()
         self.clusters_dir.mkdir(parents=True, exist_ok=True)
         with self._lock():
@@ -302,7 +304,7 @@ class EmbeddedCluster:
             "kind": "KwokctlConfiguration",
             "options": {
                 "runtime": "binary",
-                "kubeVersion": _bin.KUBERNETES_VERSION,
+                "kubeVersion": self.config.kubernetes_version,
                 "kwokVersion": _bin.KWOK_VERSION,
                 "etcdVersion": _bin.ETCD_VERSION.lstrip("v"),
                 "bindAddress": "127.0.0.1",
@@ -451,7 +453,7 @@ class EmbeddedCluster:
         doc = {
             "name": self.config.name,
             "fingerprint": self.config.control_plane_fingerprint(),
-            "kubernetes": _bin.KUBERNETES_VERSION,
+            "kubernetes": self.config.kubernetes_version,
             "kwok": _bin.KWOK_VERSION,
             "etcd": _bin.ETCD_VERSION,
             "nodes": [n["metadata"]["name"] for n in node_objects(self.config.node_pools)],
@@ -489,7 +491,7 @@ class EmbeddedCluster:
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
-        wanted = node_objects(self.config.node_pools)
+        wanted = node_objects(self.config.node_pools, self.config.kubernetes_version)
         with contextlib.closing(_api(self.kubeconfig)) as api:
             core: Any = client.CoreV1Api(api)
             existing = {n.metadata.name for n in core.list_node().items}
