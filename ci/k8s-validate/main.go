@@ -21,8 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -55,23 +55,28 @@ import (
 	"k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
 )
 
-var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
-	{Group: "", Kind: "ConfigMap"}:                            configmap.Strategy,
-	{Group: "", Kind: "PersistentVolumeClaim"}:                persistentvolumeclaim.Strategy,
-	{Group: "", Kind: "Pod"}:                                  pod.Strategy,
-	{Group: "", Kind: "Secret"}:                               secret.Strategy,
-	{Group: "", Kind: "Service"}:                              service.Strategy,
-	{Group: "", Kind: "ServiceAccount"}:                       serviceaccount.Strategy,
-	{Group: "apps", Kind: "DaemonSet"}:                        daemonset.Strategy,
-	{Group: "apps", Kind: "Deployment"}:                       deployment.Strategy,
-	{Group: "apps", Kind: "StatefulSet"}:                      statefulset.Strategy,
-	{Group: "batch", Kind: "CronJob"}:                         cronjob.Strategy,
-	{Group: "batch", Kind: "Job"}:                             job.Strategy,
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       networkpolicy.Strategy,
-	{Group: "policy", Kind: "PodDisruptionBudget"}:            poddisruptionbudget.Strategy,
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:        role.Strategy,
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: rolebinding.Strategy,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:       priorityclass.Strategy,
+// kinds: each built-in kind's registry strategy, and its resource (the request info the strategies' declarative
+// validation reads, as the API server's handler sets it).
+var kinds = map[schema.GroupKind]struct {
+	strategy rest.RESTCreateStrategy
+	resource string
+}{
+	{Group: "", Kind: "ConfigMap"}:                            {configmap.Strategy, "configmaps"},
+	{Group: "", Kind: "PersistentVolumeClaim"}:                {persistentvolumeclaim.Strategy, "persistentvolumeclaims"},
+	{Group: "", Kind: "Pod"}:                                  {pod.Strategy, "pods"},
+	{Group: "", Kind: "Secret"}:                               {secret.Strategy, "secrets"},
+	{Group: "", Kind: "Service"}:                              {service.Strategy, "services"},
+	{Group: "", Kind: "ServiceAccount"}:                       {serviceaccount.Strategy, "serviceaccounts"},
+	{Group: "apps", Kind: "DaemonSet"}:                        {daemonset.Strategy, "daemonsets"},
+	{Group: "apps", Kind: "Deployment"}:                       {deployment.Strategy, "deployments"},
+	{Group: "apps", Kind: "StatefulSet"}:                      {statefulset.Strategy, "statefulsets"},
+	{Group: "batch", Kind: "CronJob"}:                         {cronjob.Strategy, "cronjobs"},
+	{Group: "batch", Kind: "Job"}:                             {job.Strategy, "jobs"},
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       {networkpolicy.Strategy, "networkpolicies"},
+	{Group: "policy", Kind: "PodDisruptionBudget"}:            {poddisruptionbudget.Strategy, "poddisruptionbudgets"},
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:        {role.Strategy, "roles"},
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: {rolebinding.Strategy, "rolebindings"},
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:       {priorityclass.Strategy, "priorityclasses"},
 }
 
 type problem struct {
@@ -85,15 +90,16 @@ type reply struct {
 }
 
 func check(line []byte) reply {
-	var head metav1.TypeMeta
-	if err := json.Unmarshal(line, &head); err != nil {
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	// One decode, as the API server's: the JSON into the kind's versioned type (a custom resource's kind is not
+	// registered here), defaults, and conversion to the internal version.
+	obj, gvk, err := legacyscheme.Codecs.UniversalDecoder().Decode(line, nil, nil)
+	if gvk == nil { // not a JSON object with apiVersion and kind
+		return reply{Known: true, Errors: []problem{{Message: fmt.Sprint(err)}}}
 	}
-	strategy, ok := strategies[schema.FromAPIVersionAndKind(head.APIVersion, head.Kind).GroupKind()]
-	if !ok {
+	kind, ok := kinds[gvk.GroupKind()]
+	if !ok || runtime.IsNotRegisteredError(err) {
 		return customResource(line)
 	}
-	obj, _, err := legacyscheme.Codecs.UniversalDecoder().Decode(line, nil, nil)
 	if err != nil { // e.g. a quantity that does not parse: the API server answers 400 "cannot be handled as a ..."
 		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
 	}
@@ -103,14 +109,18 @@ func check(line []byte) reply {
 	}
 	rest.FillObjectMetaSystemFields(accessor)
 	namespace := accessor.GetNamespace()
-	if namespace == "" && strategy.NamespaceScoped() {
+	if namespace == "" && kind.strategy.NamespaceScoped() {
 		namespace = "default"
 	}
 	if svc, isService := obj.(*core.Service); isService {
 		allocate(svc)
 	}
 	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
-	err = rest.BeforeCreate(strategy, ctx, obj)
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
+		Namespace: namespace, Resource: kind.resource, Name: accessor.GetName(),
+	})
+	err = rest.BeforeCreate(kind.strategy, ctx, obj)
 	if err == nil {
 		return reply{Known: true}
 	}

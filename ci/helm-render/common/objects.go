@@ -20,8 +20,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`) // dlcharts.render._DOC_SPLIT_RE
-
 // PyYAML's implicit resolvers (yaml/resolver.py), tried in the order PyYAML registers them.
 var (
 	yamlBool      = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
@@ -42,7 +40,7 @@ const maxIntDigits = 4000
 func WriteObjects(buf *bytes.Buffer, manifest string) {
 	var fallback []int
 	buf.WriteString(`"objects":[`)
-	for i, piece := range documentSeparator.Split(manifest, -1) {
+	for i, piece := range splitDocuments(manifest) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -61,6 +59,28 @@ func WriteObjects(buf *bytes.Buffer, manifest string) {
 		buf.WriteString(strconv.Itoa(index))
 	}
 	buf.WriteByte(']')
+}
+
+// splitDocuments splits a stream at its `---` lines as the harness does (dlcharts.render._DOC_SPLIT_RE.split, a
+// multiline `^---[ \t]*$`): each such line's text goes, the newlines around it stay with the pieces. A scan by
+// lines, as a regexp over a whole large stream took most of the decoding time.
+func splitDocuments(text string) []string {
+	var pieces []string
+	start := 0 // where the current piece starts
+	for lineStart := 0; ; {
+		end := len(text)
+		if i := strings.IndexByte(text[lineStart:], '\n'); i >= 0 {
+			end = lineStart + i
+		}
+		if line := text[lineStart:end]; strings.HasPrefix(line, "---") && strings.Trim(line[3:], " \t") == "" {
+			pieces = append(pieces, text[start:lineStart])
+			start = end
+		}
+		if end == len(text) {
+			return append(pieces, text[start:])
+		}
+		lineStart = end + 1
+	}
 }
 
 // writeDocument writes one piece as JSON (null for an empty one) and says whether it could.
@@ -173,19 +193,49 @@ func (d *document) nonSpecificTag(n *yaml.Node) bool {
 	return strings.HasPrefix(rest, "!")
 }
 
-func isPlainString(value string) bool {
-	for _, r := range []*regexp.Regexp{yamlBool, yamlFloat, yamlInt, yamlMerge, yamlNull, yamlTimestamp, yamlValue} {
-		if r.MatchString(value) {
-			return false
+// byFirst holds PyYAML's implicit resolvers by the first character of a plain scalar, in the order it tries them
+// (Resolver.add_implicit_resolver registers each under its first characters, and Resolver.resolve tries those of
+// value[0], or of ” for an empty value). A scalar whose first character has none is a string, no regexp tried.
+var byFirst, emptyResolvers = func() (table [256][]*regexp.Regexp, empty []*regexp.Regexp) {
+	for _, r := range []struct {
+		re    *regexp.Regexp
+		first string
+	}{
+		{yamlBool, "yYnNtTfFoO"}, {yamlFloat, "-+0123456789."}, {yamlInt, "-+0123456789"}, {yamlMerge, "<"},
+		{yamlNull, "~nN"}, {yamlTimestamp, "0123456789"}, {yamlValue, "="},
+	} {
+		for i := 0; i < len(r.first); i++ {
+			table[r.first[i]] = append(table[r.first[i]], r.re)
 		}
 	}
-	return true
+	return table, []*regexp.Regexp{yamlNull}
+}()
+
+// resolved is the implicit resolver PyYAML picks for a plain scalar, or nil for a string.
+func resolved(value string) *regexp.Regexp {
+	candidates := emptyResolvers
+	if value != "" {
+		candidates = byFirst[value[0]]
+	}
+	for _, r := range candidates {
+		if r.MatchString(value) {
+			return r
+		}
+	}
+	return nil
+}
+
+func isPlainString(value string) bool {
+	return resolved(value) == nil
 }
 
 // writePlain writes a plain scalar as PyYAML's SafeConstructor builds it; false where JSON cannot hold that.
 func writePlain(buf *bytes.Buffer, value string) bool {
-	switch {
-	case yamlBool.MatchString(value):
+	switch resolved(value) {
+	case nil:
+		writeString(buf, value)
+		return true
+	case yamlBool:
 		switch strings.ToLower(value) {
 		case "yes", "true", "on":
 			buf.WriteString("true")
@@ -193,20 +243,15 @@ func writePlain(buf *bytes.Buffer, value string) bool {
 			buf.WriteString("false")
 		}
 		return true
-	case yamlFloat.MatchString(value):
+	case yamlFloat:
 		return writeFloat(buf, value)
-	case yamlInt.MatchString(value):
+	case yamlInt:
 		return writeInt(buf, value)
-	case yamlMerge.MatchString(value):
-		return false
-	case yamlNull.MatchString(value):
+	case yamlNull:
 		buf.WriteString("null")
 		return true
-	case yamlTimestamp.MatchString(value), yamlValue.MatchString(value):
-		return false // a datetime or date; a `=` PyYAML has no constructor for
 	}
-	writeString(buf, value)
-	return true
+	return false // a merge key; a datetime or date; a `=` PyYAML has no constructor for
 }
 
 // writeInt follows SafeConstructor.construct_yaml_int: underscores dropped, 0b binary, 0x hex, a leading 0
