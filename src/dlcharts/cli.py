@@ -13,7 +13,7 @@ import traceback
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dlcharts import __version__, render_server, toolchain
 from dlcharts.cluster import cli as cluster_cli
@@ -21,7 +21,7 @@ from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaErr
 from dlcharts.findings import Finding, report
 from dlcharts.helm import HELM_OPTION_HELP, find_helm
 from dlcharts.policies import Exemption, load_exemptions
-from dlcharts.render import Renderer, RenderRequest, default_cache_dir
+from dlcharts.render import Rendered, Renderer, RenderRequest, default_cache_dir
 from dlcharts.schemas import schema_set_for, use_crd_schemas
 from dlcharts.snapshots import SnapshotMismatch, assert_snapshot
 from dlcharts.suite import (
@@ -35,6 +35,9 @@ from dlcharts.suite import (
     ignored_ci_warnings,
     stale_exemptions,
 )
+
+if TYPE_CHECKING:
+    from dlcharts.install.dryrun import ServerCheck
 
 DEFAULT_EXEMPTIONS = Path("ci/policy-exemptions.yaml")
 DEFAULT_SNAPSHOTS = Path("tests/snapshots")
@@ -139,8 +142,9 @@ def _scenario_problems(
     exemptions: list[Exemption],
     release: str | None = None,
     namespace: str | None = None,
+    server: Callable[[Rendered], list[Finding]] | None = None,
 ) -> str:
-    return _problems(check_scenario(renderer, scenario, versions, exemptions, release, namespace))
+    return _problems(check_scenario(renderer, scenario, versions, exemptions, release, namespace, server))
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -173,6 +177,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise DLChartsError(f"--exemptions {args.exemptions}: no such file")
     exemptions = load_exemptions(exemptions_file)
     use_crd_schemas(Path(crd) for crd in args.crd)
+    server = None
+    if args.server:
+        from dlcharts.install.dryrun import ServerCheck
+
+        server = ServerCheck(versions)
+    try:
+        return _validate(args, versions, exemptions, exemptions_file, server)
+    finally:
+        if server is not None:
+            if server.unserved:
+                print(f"not sent to the API server (it has no CRD for them; their schemas were checked): "
+                      f"{', '.join(sorted(server.unserved))}")  # fmt: skip
+            server.close()
+
+
+def _validate(
+    args: argparse.Namespace,
+    versions: list[str],
+    exemptions: dict[str, list[Exemption]],
+    exemptions_file: Path,
+    server: ServerCheck | None,
+) -> int:
+    check = server.findings if server is not None else None
     cases: list[tuple[str, Callable[[], str]]]
     if args.values or args.set or args.api_versions:
         chart = _one_chart(args.path, "-f, --set and --api-versions apply to one chart")
@@ -181,9 +208,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         renderer = _renderer(args)
 
         def custom() -> str:  # schemas for each version, policies on the newest
-            return _problems(
-                [f for r in requests for f in check_rendered(renderer.render(r), exempt, r is requests[-1])]
-            )
+            findings = []
+            for request in requests:
+                rendered = renderer.render(request)
+                findings += check_rendered(rendered, exempt, request is requests[-1])
+                findings += check(rendered) if check is not None else []
+            return _problems(findings)
 
         cases = [(f"{chart_name(chart)} (custom values)", custom)]
         scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
@@ -194,7 +224,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         renderer = _renderer(args)
         cases = [
             (s.id, functools.partial(_scenario_problems, renderer, s, versions, exemptions.get(s.chart_name, []),
-                                     args.release, args.namespace))
+                                     args.release, args.namespace, check))
             for s in scenarios
         ]  # fmt: skip
     known = _chart_names_beside(Path(args.path))
@@ -343,6 +373,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--crd", action="append", default=[], metavar="FILE",
                           help="validate custom resources with the CustomResourceDefinitions in FILE (YAML, or a "
                           "folder of YAML files; repeatable); they beat the bundled CRDs")  # fmt: skip
+    validate.add_argument("--server", action="store_true",
+                          help="the reference mode: also send every rendered object to a throwaway embedded API "
+                          "server of the render's Kubernetes version (1.35 or 1.29) as a dry-run create, strict; its "
+                          "refusals are api-server findings (it starts in seconds; make control-plane builds it)",
+                          )  # fmt: skip
     validate.set_defaults(func=cmd_validate)
 
     snapshot = harness("snapshot", "compare every scenario with its golden snapshot", a_chart, single=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -181,15 +181,19 @@ def check_scenario(
     exemptions: Iterable[Exemption] = (),
     release: str | None = None,
     namespace: str | None = None,
+    server: Callable[[Rendered], list[Finding]] | None = None,
 ) -> list[Finding]:
     """Every finding for one scenario: schemas for each Kubernetes version, policies on the newest render and
-    on a render with a 40-character release name. ``release``/``namespace`` beat the scenario's own."""
+    on a render with a 40-character release name. ``release``/``namespace`` beat the scenario's own. ``server``
+    (dlcharts.install.dryrun.ServerCheck.findings) adds an API server's verdict on each version's render."""
     versions = list(kube_versions)
     exempt = list(exemptions)
     findings: list[Finding] = []
     for version in versions:
         rendered = renderer.render(scenario.request(version, release, namespace))
         findings += exempted(validate_objects(rendered, version), exempt)
+        if server is not None:
+            findings += server(rendered)
     return findings + scenario_policy_findings(renderer, scenario, versions[-1], exempt, release, namespace)
 
 

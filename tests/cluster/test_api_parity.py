@@ -35,8 +35,9 @@ from hypothesis import strategies as st
 
 from dlcharts import apirules
 from dlcharts.cluster import ClusterHandle
-from dlcharts.errors import ClusterError, RenderError
+from dlcharts.errors import RenderError
 from dlcharts.install import Kube
+from dlcharts.install.dryrun import dry_run_create, served
 from dlcharts.install.kube import status_message
 from dlcharts.policies import run_policies
 from dlcharts.render import K8sObject, ObjectKey
@@ -304,12 +305,8 @@ class Server:
         self.kube, self.namespace, self.kube_version = kube, namespace, kube_version
 
     def verdict(self, body: dict[str, Any]) -> tuple[int, str]:
-        res = self.kube.resource_for(str(body["apiVersion"]), str(body["kind"]))
-        body = {**body, "metadata": {**body["metadata"], "namespace": self.namespace}}
-        resp = self.kube.request(
-            "POST", res.path(self.namespace), query={"dryRun": "All", "fieldManager": "dlcharts"}, body=body
-        )
-        return resp.status, "" if resp.status in (200, 201) else status_message(resp.doc)
+        status, doc = dry_run_create(self.kube, body, self.namespace)
+        return status, "" if status in (200, 201) else status_message(doc)
 
 
 def base_objects(server: Server, render: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -326,11 +323,7 @@ def base_objects(server: Server, render: Callable[..., Any]) -> list[dict[str, A
 def creatable(kube: Kube, obj: K8sObject) -> bool:
     """Whether the cluster serves the object's kind, namespaced and with create (not a CRD it lacks: PodGroup,
     ServiceMonitor, ...)."""
-    try:
-        res = kube.resource_for(obj.key.api_version, obj.kind)
-    except ClusterError:
-        return False
-    return res.namespaced and "create" in res.verbs
+    return served(kube, obj) and kube.resource_for(obj.key.api_version, obj.kind).namespaced
 
 
 @pytest.fixture(scope="module", params=["embedded_cluster", "oldest_cluster"])

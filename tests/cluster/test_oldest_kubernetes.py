@@ -24,6 +24,7 @@ from cluster_env import CHARTS, POD_SECURITY
 from dlcharts.cluster import ClusterHandle
 from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.helm import find_helm
+from dlcharts.install.dryrun import dry_run_create
 from dlcharts.install.kube import Kube
 from dlcharts.install.namespaces import create_namespace, delete_namespace
 from dlcharts.install.podsecurity import pod_security_for
@@ -112,10 +113,8 @@ def test_the_version_gates_matter_there(old_kube: Kube, oldest_cluster: ClusterH
         verdicts = {}
         for version in ("1.35.0", OLDEST_KUBERNETES_VERSION.lstrip("v")):
             (job,) = [o.body for o in render(CHARTS / "tensorflow-dist", kube_version=version) if o.kind == "Job"]
-            job = {**job, "metadata": {**job["metadata"], "namespace": namespace}}
-            path = old_kube.resource_for("batch/v1", "Job").path(namespace)
-            resp = old_kube.request("POST", path, body=job, query={"dryRun": "All", "fieldValidation": "Strict"})
-            verdicts[version] = (resp.status, "successPolicy" in job["spec"], str(resp.doc.get("message", "")))
+            status, doc = dry_run_create(old_kube, job, namespace, strict=True)
+            verdicts[version] = (status, "successPolicy" in job["spec"], str(doc.get("message", "")))
         assert verdicts["1.35.0"][:2] == (400, True) and 'unknown field "spec.successPolicy"' in verdicts["1.35.0"][2]
         assert verdicts[OLDEST_KUBERNETES_VERSION.lstrip("v")][:2] == (201, False), verdicts
     finally:
