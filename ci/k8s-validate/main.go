@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	goruntime "runtime"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -182,20 +183,50 @@ func allocate(svc *core.Service) {
 	}
 }
 
+func answer(line []byte) []byte {
+	out, err := json.Marshal(check(line))
+	if err != nil {
+		out = []byte(fmt.Sprintf(`{"known":true,"errors":[{"message":%q}]}`, err.Error()))
+	}
+	return append(out, '\n')
+}
+
 func main() {
 	// --allow-privileged=true, as kubeadm, kind and kwokctl (the embedded cluster) start the API server
 	capabilities.Setup(true, 0)
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
-	out := bufio.NewWriter(os.Stdout)
-	for in.Scan() {
-		answer, err := json.Marshal(check(in.Bytes()))
-		if err != nil {
-			answer = []byte(fmt.Sprintf(`{"known":true,"errors":[{"message":%q}]}`, err.Error()))
-		}
-		out.Write(append(answer, '\n'))
-		out.Flush()
+	// A whole render arrives at once (dlcharts.apirules writes every object before it reads): its objects are
+	// judged on every core, as the API server judges concurrent requests, and answered in their order.
+	jobs := make(chan func(), 256)
+	for i := 0; i < goruntime.GOMAXPROCS(0); i++ {
+		go func() {
+			for job := range jobs {
+				job()
+			}
+		}()
 	}
+	answers := make(chan chan []byte, 4096)
+	written := make(chan struct{})
+	go func() {
+		out := bufio.NewWriterSize(os.Stdout, 1<<20)
+		for next := range answers {
+			out.Write(<-next)
+			if len(answers) == 0 { // nothing more is waiting: send what there is
+				out.Flush()
+			}
+		}
+		out.Flush()
+		close(written)
+	}()
+	for in.Scan() {
+		line, next := append([]byte(nil), in.Bytes()...), make(chan []byte, 1)
+		answers <- next
+		jobs <- func() { next <- answer(line) }
+	}
+	close(jobs)
+	close(answers)
+	<-written
 	if err := in.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "k8s-validate:", err)
 		os.Exit(1)
