@@ -13,8 +13,10 @@ import (
 	"io"
 	"math/big"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -38,17 +40,38 @@ const maxIntDigits = 4000
 // lines (empty pieces included, so indexes match the harness's split), the decoded piece or null, and the
 // indexes of the pieces left to PyYAML.
 func WriteObjects(buf *bytes.Buffer, manifest string) {
+	pieces := splitDocuments(manifest)
+	decoded := make([][]byte, len(pieces)) // nil: left to PyYAML
+	next := make(chan int)
+	var workers sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(pieces)); w++ { // a large stream decodes on every core
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for i := range next {
+				var piece bytes.Buffer
+				if writeDocument(&piece, pieces[i]) {
+					decoded[i] = piece.Bytes()
+				}
+			}
+		}()
+	}
+	for i := range pieces {
+		next <- i
+	}
+	close(next)
+	workers.Wait()
 	var fallback []int
 	buf.WriteString(`"objects":[`)
-	for i, piece := range splitDocuments(manifest) {
+	for i, piece := range decoded {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		mark := buf.Len()
-		if !writeDocument(buf, piece) {
-			buf.Truncate(mark)
+		if piece == nil {
 			buf.WriteString("null")
 			fallback = append(fallback, i)
+		} else {
+			buf.Write(piece)
 		}
 	}
 	buf.WriteString(`],"fallback":[`)
