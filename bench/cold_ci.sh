@@ -11,10 +11,11 @@ work=${1:?usage: bench/cold_ci.sh WORKDIR (a folder that does not exist yet)}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$work/cache"
 git clone -q "$repo" "$work/clone"
+commit=$(git -C "$work/clone" rev-parse --short HEAD)  # the repository's HEAD may move while this runs
 export DLCHARTS_CACHE=$work/cache/dlcharts GOCACHE=$work/cache/go-build GOMODCACHE=$work/cache/gomod \
   PIP_CACHE_DIR=$work/cache/pip npm_config_cache=$work/cache/npm CI=true
 start=$(date +%s)
 rc=0
 (cd "$work/clone" && bash .ci/run) >"$work/ci.log" 2>&1 || rc=$?
-echo "cold .ci/run of $(git -C "$repo" rev-parse --short HEAD): exit $rc in $(($(date +%s) - start)) s; log $work/ci.log"
+echo "cold .ci/run of $commit: exit $rc in $(($(date +%s) - start)) s; log $work/ci.log"
 exit "$rc"
