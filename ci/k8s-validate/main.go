@@ -5,7 +5,8 @@
 // then rest.BeforeCreate with the kind's registry strategy (PrepareForCreate, Validate, object metadata). What it
 // leaves out is admission (Pod Security, quotas, webhooks) and everything that needs other objects.
 //
-// Protocol (dlcharts.apirules): one JSON object per line on stdin, one reply per line on stdout:
+// Protocol (dlcharts.apirules): one JSON object per line on stdin (or {"old": OBJECT, "new": OBJECT}: an update
+// from the object as stored, rest.BeforeUpdate with the kind's update validation), one reply per line on stdout:
 //
 //	{"known": false, "errors": [...]}                 a kind without a strategy here: its metadata judged alone
 //	{"known": true, "errors": [{"field": "...", "message": "..."}]}   no errors: accepted
@@ -13,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,6 +94,9 @@ type reply struct {
 }
 
 func check(line []byte) reply {
+	if bytes.HasPrefix(line, []byte(`{"old":`)) {
+		return checkUpdate(line)
+	}
 	// One decode, as the API server's: the JSON into the kind's versioned type (a custom resource's kind is not
 	// registered here), defaults, and conversion to the internal version.
 	obj, gvk, err := legacyscheme.Codecs.UniversalDecoder().Decode(line, nil, nil)
@@ -109,19 +115,71 @@ func check(line []byte) reply {
 		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
 	}
 	rest.FillObjectMetaSystemFields(accessor)
-	namespace := accessor.GetNamespace()
-	if namespace == "" && kind.strategy.NamespaceScoped() {
-		namespace = "default"
+	if svc, isService := obj.(*core.Service); isService {
+		allocate(svc)
+	}
+	ctx := requestContext(*gvk, kind.resource, kind.strategy.NamespaceScoped(), accessor, "create")
+	return verdict(rest.BeforeCreate(kind.strategy, ctx, obj))
+}
+
+// checkUpdate answers {"old": OBJECT, "new": OBJECT}: the API server's validation of an update (a PUT) from the
+// object as stored to the one sent, immutable fields included, before anything is stored.
+func checkUpdate(line []byte) reply {
+	var request struct {
+		Old json.RawMessage `json:"old"`
+		New json.RawMessage `json:"new"`
+	}
+	if err := json.Unmarshal(line, &request); err != nil {
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	decoder := legacyscheme.Codecs.UniversalDecoder()
+	old, gvk, err := decoder.Decode(request.Old, nil, nil)
+	if gvk == nil {
+		return reply{Known: true, Errors: []problem{{Message: fmt.Sprint("the stored object: ", err)}}}
+	}
+	kind, ok := kinds[gvk.GroupKind()]
+	strategy, updatable := kind.strategy.(rest.RESTUpdateStrategy)
+	if !ok || !updatable || runtime.IsNotRegisteredError(err) {
+		return customResource(request.New)
+	}
+	if err != nil {
+		return reply{Known: true, Errors: []problem{{Message: fmt.Sprint("the stored object: ", err)}}}
+	}
+	obj, _, err := decoder.Decode(request.New, gvk, nil)
+	if err != nil {
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+	}
+	if accessor.GetResourceVersion() == "" { // an unconditional update: the store takes the stored object's version
+		stored, _ := meta.Accessor(old)
+		accessor.SetResourceVersion(stored.GetResourceVersion())
 	}
 	if svc, isService := obj.(*core.Service); isService {
 		allocate(svc)
 	}
+	ctx := requestContext(*gvk, kind.resource, strategy.NamespaceScoped(), accessor, "update")
+	return verdict(rest.BeforeUpdate(strategy, ctx, obj, old))
+}
+
+// requestContext is what the API server's handler gives a strategy: the namespace and the request info.
+func requestContext(gvk schema.GroupVersionKind, resource string, namespaced bool, object metav1.Object, verb string) context.Context {
+	namespace := object.GetNamespace()
+	if namespace == "" && namespaced {
+		namespace = "default"
+		object.SetNamespace(namespace)
+	}
 	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
-	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
-		Namespace: namespace, Resource: kind.resource, Name: accessor.GetName(),
+	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: verb, APIGroup: gvk.Group, APIVersion: gvk.Version,
+		Namespace: namespace, Resource: resource, Name: object.GetName(),
 	})
-	err = rest.BeforeCreate(kind.strategy, ctx, obj)
+}
+
+// verdict turns a strategy's error into the reply: each cause with its field, as the API server's Status lists them.
+func verdict(err error) reply {
 	if err == nil {
 		return reply{Known: true}
 	}

@@ -60,6 +60,11 @@ class ApiRules:
     def problems(self, body: Any) -> list[tuple[str, str]] | None:
         return self.problems_of([body])[0]
 
+    def update_problems(self, old: Any, new: Any) -> list[tuple[str, str]] | None:
+        """The API server's errors for updating (a PUT) ``old``, the object as stored, to ``new``: the kind's update
+        validation, immutable fields included; None for a kind it has no strategy for, as ``problems``."""
+        return self.problems_of([{"old": old, "new": new}])[0]
+
     def problems_of(self, bodies: list[Any]) -> list[list[tuple[str, str]] | None]:
         """``problems`` of each body, in order: all are written (from a second thread) while the replies are read,
         so one round trip serves a whole render."""

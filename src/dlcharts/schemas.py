@@ -221,14 +221,15 @@ def validate_objects(objects: Iterable[K8sObject], kube_version: str) -> list[Fi
     findings: list[Finding] = []
     passed: list[K8sObject] = []
     for obj in objects:
-        own = _schema_findings(obj, kube_version)
+        own = schema_findings(obj, kube_version)
         findings.extend(own)
         if not own:
             passed.append(obj)
     return findings + api_rule_findings(passed, kube_version)
 
 
-def _schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
+def schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
+    """The object's schema errors alone (``validate_object`` adds the API server's create rules)."""
     schema_set = schema_set_for(kube_version)
     fast = _fast_validator_for(schema_set, obj.key.api_version, obj.kind)
     if fast is not None and _fast_is_valid(fast, obj.body):

@@ -41,7 +41,7 @@ from dlcharts.install.dryrun import dry_run_create, served
 from dlcharts.install.kube import status_message
 from dlcharts.policies import run_policies
 from dlcharts.render import K8sObject, ObjectKey
-from dlcharts.schemas import validate_object
+from dlcharts.schemas import schema_findings, validate_object
 from dlcharts.suite import all_scenarios, discover_charts
 from tests.properties.test_values_properties import mutated_values
 
@@ -412,6 +412,113 @@ def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_serve
     assert not false_rejects, json.dumps(false_rejects, indent=1)
     missed = {k: tally.examples[k] for k, c in table.items() if c.get("false accept")}
     assert not missed, json.dumps(missed, indent=1)
+
+
+#: updates per run and cluster (DLCHARTS_PARITY_UPDATES overrides)
+UPDATES = int(os.environ.get("DLCHARTS_PARITY_UPDATES", "1000"))
+#: the kinds the update test stores and then changes: what the charts render that `helm upgrade` changes in place and
+#: that starts no pod of its own (its Jobs are stored suspended)
+UPDATE_KINDS = ("Job", "Service", "ConfigMap", "Secret", "ServiceAccount", "NetworkPolicy", "PodDisruptionBudget",
+                "Role", "RoleBinding")  # fmt: skip
+
+
+def _immutable(body: dict[str, Any], data: st.DataObject) -> str | None:
+    """A field the API server lets no update change, or a neighbour it does (a Job's deadline, a Service's port)."""
+    spec = body.get("spec") or {}
+    if body.get("kind") == "Job":
+        choice = data.draw(st.sampled_from(["image", "selector", "completionMode", "completions", "deadline"]))
+        if choice == "image":
+            spec["template"]["spec"]["containers"][0]["image"] = "busybox:1.36.1"
+        elif choice == "selector":
+            spec.setdefault("selector", {}).setdefault("matchLabels", {})["dlcharts.io/probe"] = "x"
+        elif choice == "completionMode":
+            spec["completionMode"] = "NonIndexed" if spec.get("completionMode") == "Indexed" else "Indexed"
+        elif choice == "completions":
+            spec["completions"] = int(spec.get("completions") or 1) + 1
+        else:
+            spec["activeDeadlineSeconds"] = 86399
+        return f"Job {choice}"
+    if body.get("kind") == "Service":
+        choice = data.draw(st.sampled_from(["clusterIP", "headless", "port"]))
+        if choice == "port" and spec.get("ports"):
+            spec["ports"][0]["port"] = 4444
+        elif choice != "port":
+            spec["clusterIP"] = "None" if choice == "headless" else "10.96.77.77"
+            spec.pop("clusterIPs", None)
+        return f"Service {choice}"
+    return None
+
+
+UPDATE_MUTATIONS: dict[str, Mutation] = {**MUTATIONS, "immutable": _immutable}
+
+
+def applies_to_update(klass: str, body: dict[str, Any]) -> bool:
+    return body.get("kind") in ("Job", "Service") if klass == "immutable" else applies(klass, body)
+
+
+def test_updates_get_the_same_verdict_offline_and_from_the_api_server(parity, record_testsuite_property):
+    """Updates where immutability matters: each object of UPDATE_KINDS is stored for real, then drawn, changed by a
+    mutation of any class (and the class ``immutable``: a Job's template, selector, completion mode and count, a
+    Service's cluster IP) and sent back as a PUT with ``dryRun=All``. Offline: its schema, the API_CHECKS and
+    k8s-validate's update validation from the stored object (``ApiRules.update_problems``)."""
+    server, objects = parity
+    rules = apirules.rules(server.kube_version)
+    assert rules is not None, f"no validator of Kubernetes {server.kube_version} built"
+    stored: list[dict[str, Any]] = []
+    for i, body in enumerate(b for b in objects if b["kind"] in UPDATE_KINDS):
+        if body["kind"] == "Job":
+            body = {**body, "spec": {**body["spec"], "suspend": True}}
+        res = server.kube.resource_for(str(body["apiVersion"]), str(body["kind"]))
+        name = f"u{i}-{body['kind'].lower()}"  # the scenarios render the same names
+        body = {**body, "metadata": {**body["metadata"], "namespace": server.namespace, "name": name}}
+        resp = server.kube.request("POST", res.path(server.namespace), body=body)
+        assert resp.status == 201, (body["kind"], body["metadata"]["name"], status_message(resp.doc))
+        stored.append(resp.doc)
+    pools = {k: [b for b in stored if applies_to_update(k, b)] for k in UPDATE_MUTATIONS}
+    pools = {k: pool for k, pool in pools.items() if pool}
+    assert {"immutable", "label-key", "quantity"} <= set(pools), sorted(pools)
+    tally = Tally()
+
+    def offline(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+        metadata = new.get("metadata") or {}
+        key = ObjectKey(str(new.get("apiVersion")), str(new.get("kind")), None, str(metadata.get("name", "")))
+        obj = K8sObject(key, new, "parity")
+        findings = [*schema_findings(obj, server.kube_version), *run_policies([obj], checks=API_CHECKS)]
+        if findings:
+            return [f"{f.path}: {f.message}" for f in findings]
+        return [f"{field}: {message}" for field, message in rules.update_problems(old, new) or []]
+
+    @settings(max_examples=UPDATES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(st.data())
+    def one(data: st.DataObject) -> None:
+        klass = data.draw(st.sampled_from(sorted(pools)), label="class")
+        old = data.draw(st.sampled_from(pools[klass]), label="object")
+        new = copy.deepcopy(old)
+        new["metadata"].pop("resourceVersion", None)  # an unconditional update: the controllers write status meanwhile
+        field = UPDATE_MUTATIONS[klass](new, data)
+        assert field is not None, f"{klass} does not apply to {new['kind']}"
+        res = server.kube.resource_for(str(old["apiVersion"]), str(old["kind"]))
+        resp = server.kube.request("PUT", res.path(server.namespace, old["metadata"]["name"]), body=new,
+                                   query={"dryRun": "All", "fieldManager": "dlcharts"})  # fmt: skip
+        verdict = (resp.status, "" if resp.status in (200, 201) else status_message(resp.doc))
+        tally.record(klass, field, new, verdict, offline(old, new))
+
+    one()
+    minor = apirules.minor(server.kube_version)
+    table = {klass: dict(counts) for klass, counts in sorted(tally.counts.items())}
+    Path(f"reports/api-parity-updates-{minor}.json").write_text(
+        json.dumps({"kube": server.kube_version, "classes": table, "examples": tally.examples}, indent=1) + "\n"
+    )
+    for klass, counts in table.items():
+        record_testsuite_property(f"api-parity updates {minor} {klass}", json.dumps(counts, sort_keys=True))
+    print(f"\napi parity, updates: Kubernetes {server.kube_version}")
+    for klass, counts in table.items():
+        print(f"  {klass:20} {json.dumps(counts, sort_keys=True)}")
+    assert table["immutable"].get("both refuse", 0) > 0, table["immutable"]  # the class does reach the rules
+    assert sum(c.get("tried", 0) for c in table.values()) >= UPDATES * 0.95, table
+    disagreements = {k: tally.examples[k] for k, c in table.items() if c.get("false reject") or c.get("false accept")}
+    assert not disagreements, json.dumps(disagreements, indent=1)
 
 
 def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, render, record_testsuite_property):

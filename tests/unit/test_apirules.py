@@ -100,3 +100,27 @@ def test_an_external_name_service_keeps_the_cluster_ip_it_names_and_is_refused_f
     spec = {"type": "ExternalName", "externalName": "example.com", "clusterIP": "None"}
     problems = rules.problems({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec})
     assert problems and problems[0][0] == "spec.clusterIPs", problems  # found by tests/cluster/test_api_parity.py
+
+
+def test_an_update_is_judged_from_the_stored_object(rules):
+    stored = mutated(lambda b: b["metadata"].update(namespace="ns", uid="u1", resourceVersion="7",
+                                                    creationTimestamp="2026-01-01T00:00:00Z"))  # fmt: skip
+    stored["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}}
+    labels = {
+        "batch.kubernetes.io/controller-uid": "u1",
+        "batch.kubernetes.io/job-name": "train",
+        "controller-uid": "u1",
+        "job-name": "train",
+    }  # what the API server writes into a Job's template
+    stored["spec"]["template"]["metadata"] = {"labels": labels}
+    unconditional = copy.deepcopy(stored)
+    del unconditional["metadata"]["resourceVersion"]  # the store takes the stored version, as the API server's
+    assert rules.update_problems(stored, unconditional) == []
+    deadline = {**unconditional, "spec": {**unconditional["spec"], "activeDeadlineSeconds": 60}}
+    assert rules.update_problems(stored, deadline) == []
+    image = copy.deepcopy(unconditional)
+    container(image)["image"] = "busybox:1.36.1"
+    problems = rules.update_problems(stored, image)
+    assert problems and problems[0][0] == "spec.template" and "field is immutable" in problems[0][1], problems
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}
+    assert rules.update_problems(thing, thing) is None
