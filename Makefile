@@ -52,9 +52,10 @@ demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 train
 	$(VENV)/bin/dlcharts demo
 
 # The cluster tier as two sessions side by side (ci/together.sh), each on an embedded cluster of its own: the
-# real node's training runs, which mostly wait for their pods, beside everything else that needs a cluster.
+# real node's training runs, which mostly wait for their pods (with the API-parity test, which keeps the CPU busy
+# meanwhile: the two sessions then end about together), beside everything else that needs a cluster.
 REAL_TRAINING := tests/cluster/test_real_frameworks.py tests/cluster/test_real_training.py tests/cluster/test_run.py \
-  tests/cluster/test_readme_commands.py tests/cluster/test_network_policy.py
+  tests/cluster/test_readme_commands.py tests/cluster/test_network_policy.py tests/cluster/test_api_parity.py
 OTHER_CLUSTER := DLCHARTS_CLUSTER_NAME=dlcharts-other $(PYTEST) tests/repo tests/cluster tests/images \
   $(addprefix --ignore=,$(REAL_TRAINING)) --dlcharts-cluster-name dlcharts-other
 

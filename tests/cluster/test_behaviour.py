@@ -153,7 +153,10 @@ def test_four_workers_bind_to_four_gpu_nodes(kube: Kube, cluster: Any, gpu_nodes
         assert ready.jobs == {f"{release.name}-worker": "SuccessCriteriaMet"} or all(
             v in ("Complete", "SuccessCriteriaMet") for v in ready.jobs.values()
         )
-        assert sorted(n or "" for n in ready.nodes_of(f"Job/{release.name}-worker")) == sorted(gpu_nodes)
+        # tensorflow-dist's success policy ends the Job when worker 0 succeeds, and the Job controller then deletes
+        # the workers' pods still running: fewer than four may be left to read (all four were seen running above)
+        placed = ready.nodes_of(f"Job/{release.name}-worker")
+        assert placed and set(placed) <= set(gpu_nodes), placed
 
 
 def test_more_gpus_than_a_node_has_is_reported_unschedulable(
