@@ -101,18 +101,18 @@ func check(line []byte) reply {
 	// registered here), defaults, and conversion to the internal version.
 	obj, gvk, err := legacyscheme.Codecs.UniversalDecoder().Decode(line, nil, nil)
 	if gvk == nil { // not a JSON object with apiVersion and kind
-		return reply{Known: true, Errors: []problem{{Message: fmt.Sprint(err)}}}
+		return refused(fmt.Sprint(err))
 	}
 	kind, ok := kinds[gvk.GroupKind()]
 	if !ok || runtime.IsNotRegisteredError(err) {
 		return customResource(line)
 	}
 	if err != nil { // e.g. a quantity that does not parse: the API server answers 400 "cannot be handled as a ..."
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+		return refused(err.Error())
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+		return refused(err.Error())
 	}
 	rest.FillObjectMetaSystemFields(accessor)
 	if svc, isService := obj.(*core.Service); isService {
@@ -130,12 +130,12 @@ func checkUpdate(line []byte) reply {
 		New json.RawMessage `json:"new"`
 	}
 	if err := json.Unmarshal(line, &request); err != nil {
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+		return refused(err.Error())
 	}
 	decoder := legacyscheme.Codecs.UniversalDecoder()
 	old, gvk, err := decoder.Decode(request.Old, nil, nil)
 	if gvk == nil {
-		return reply{Known: true, Errors: []problem{{Message: fmt.Sprint("the stored object: ", err)}}}
+		return refused(fmt.Sprint("the stored object: ", err))
 	}
 	kind, ok := kinds[gvk.GroupKind()]
 	strategy, updatable := kind.strategy.(rest.RESTUpdateStrategy)
@@ -143,15 +143,15 @@ func checkUpdate(line []byte) reply {
 		return customResource(request.New)
 	}
 	if err != nil {
-		return reply{Known: true, Errors: []problem{{Message: fmt.Sprint("the stored object: ", err)}}}
+		return refused(fmt.Sprint("the stored object: ", err))
 	}
 	obj, _, err := decoder.Decode(request.New, gvk, nil)
 	if err != nil {
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+		return refused(err.Error())
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+		return refused(err.Error())
 	}
 	if accessor.GetResourceVersion() == "" { // an unconditional update: the store takes the stored object's version
 		stored, _ := meta.Accessor(old)
@@ -178,6 +178,11 @@ func requestContext(gvk schema.GroupVersionKind, resource string, namespaced boo
 	})
 }
 
+// refused is a reply with one error that names no field (a decode that failed, a strategy's plain error).
+func refused(message string) reply {
+	return reply{Known: true, Errors: []problem{{Message: message}}}
+}
+
 // verdict turns a strategy's error into the reply: each cause with its field, as the API server's Status lists them.
 func verdict(err error) reply {
 	if err == nil {
@@ -185,7 +190,7 @@ func verdict(err error) reply {
 	}
 	status, isStatus := err.(apierrors.APIStatus)
 	if !isStatus || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
-		return reply{Known: true, Errors: []problem{{Message: err.Error()}}}
+		return refused(err.Error())
 	}
 	out := reply{Known: true}
 	for _, cause := range status.Status().Details.Causes {

@@ -10,8 +10,8 @@ import pytest
 
 from dlcharts.cli import main
 from dlcharts.cluster import ClusterConfig, EmbeddedCluster
-from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
-from dlcharts.install.dryrun import SERVER_CLUSTER
+from dlcharts.cluster.binaries import CLUSTER_VERSIONS, OLDEST_KUBERNETES_VERSION
+from dlcharts.install.dryrun import server_cluster_name
 
 pytestmark = pytest.mark.cluster
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture(scope="module", autouse=True)
 def no_throwaway_left() -> Iterator[None]:
     yield
-    for name in (SERVER_CLUSTER, f"{SERVER_CLUSTER}-1-29"):
+    for name in map(server_cluster_name, CLUSTER_VERSIONS):
         assert not EmbeddedCluster(ClusterConfig(name=name)).is_running(), f"{name} was left running"
 
 

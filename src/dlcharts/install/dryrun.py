@@ -22,6 +22,15 @@ from dlcharts.render import K8sObject, Rendered
 SERVER_CLUSTER = "dlcharts-validate"
 
 
+def server_cluster_name(kube_version: str) -> str:
+    """The throwaway cluster of ``kube_version``'s minor: SERVER_CLUSTER at the pinned version, else the minor
+    appended ("dlcharts-validate-1-29")."""
+    from dlcharts.cluster.binaries import KUBERNETES_VERSION
+
+    wanted = _minor(kube_version)
+    return SERVER_CLUSTER if wanted == _minor(KUBERNETES_VERSION) else f"{SERVER_CLUSTER}-{wanted.replace('.', '-')}"
+
+
 def dry_run_create(kube: Kube, body: dict[str, Any], namespace: str, strict: bool = False) -> tuple[int, Any]:
     """POST ``body`` with ``dryRun=All`` (into ``namespace`` when its kind is namespaced): the HTTP status and the
     reply (the object as it would be stored, or a Status). ``strict``: unknown or duplicate fields are refused
@@ -87,9 +96,7 @@ class ServerCheck:
         from dlcharts.cluster import ClusterConfig, EmbeddedCluster
         from dlcharts.install.namespaces import create_namespace
 
-        pinned = version == next(iter(self._versions.values()))
-        name = SERVER_CLUSTER if pinned else f"{SERVER_CLUSTER}-{minor.replace('.', '-')}"
-        config = ClusterConfig(name=name, real_node=False, kubernetes_version=version)
+        config = ClusterConfig(name=server_cluster_name(version), real_node=False, kubernetes_version=version)
         handle = self._stack.enter_context(EmbeddedCluster(config))
         kube = self._stack.enter_context(Kube.from_kubeconfig(handle.kubeconfig))
         if kube.request("GET", f"/api/v1/namespaces/{self.NAMESPACE}").status == 404:  # else a reused cluster's
