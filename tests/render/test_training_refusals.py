@@ -359,3 +359,18 @@ def test_a_host_list_over_the_configmap_limit_is_refused_naming_worker(chart, re
     fit = int(re.search(r"set worker to at most about (\d+)", message).group(1))
     assert 10_000 < fit < 60_000
     render(CHARTS / chart, set=[f"worker={fit * 9 // 10}"])  # what the message says fits does render
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+@pytest.mark.parametrize(
+    "key",
+    ["defaults.job.backoffLimit", "roles.worker.job.backoffLimitPerIndex", "defaults.job.ttlSecondsAfterFinished",
+     "defaults.job.activeDeadlineSeconds", "defaults.terminationGracePeriodSeconds"],
+)  # fmt: skip
+def test_integers_past_int32_are_refused_at_render(chart, key, render):
+    """Job counts and TTL are 32-bit in the API (DLCHARTS_VALUE_SAMPLES found backoffLimit 396768293002393, which
+    the schema let through and the API server refused); the 64-bit durations get the same bound, 68 years, which
+    keeps them exact through Helm's float64 values. 2**31 - 1 renders; one more fails the schema, naming the key."""
+    render(CHARTS / chart, set=[f"{key}=2147483647"])
+    message = refusal(render, chart, set=[f"{key}=2147483648"])
+    assert f"at '/{key.replace('.', '/')}'" in message or f"{key}: " in message, message  # Helm 4 / Helm 3 wording
