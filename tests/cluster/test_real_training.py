@@ -213,35 +213,42 @@ def test_deleting_a_worker_mid_training_restarts_every_worker(
     values = merged(cpu_values(tensorflow_registry, workers=2), {"benchmark": {"steps": steps}})
     release = install_release(kube_api, embedded_cluster, namespace, "tf-fault", values, tmp_path)
     selector = "batch.kubernetes.io/job-name=tf-fault-worker"
+    # Logs are followed while the pods run: once worker 0 succeeds, the success policy deletes the other
+    # retried pod, maybe before `kubectl logs` could read it (CI lost one that way).
+    lines: list[str] = []
 
-    def victim_mid_run() -> dict[str, Any] | None:
-        for pod in pods_of(kube_api, namespace, selector):
-            if index_of(pod) == 1 and phase(pod) == "Running":
-                name = pod["metadata"]["name"]
-                if f"step {steps // 5}/{steps} loss" in logs(embedded_cluster, namespace, name, "worker"):
+    def log_of(pod: Mapping[str, Any]) -> str:
+        prefix = f"[{pod['metadata']['name']}/worker] "
+        return "\n".join(line.removeprefix(prefix) for line in lines if line.startswith(prefix))
+
+    with run.LogStream(embedded_cluster.kubeconfig, namespace, release.name, lines.append) as stream:
+
+        def victim_mid_run() -> dict[str, Any] | None:
+            for pod in pods_of(kube_api, namespace, selector):
+                if index_of(pod) == 1 and phase(pod) == "Running" and f"step {steps // 5}/{steps} loss" in log_of(pod):
                     return pod
-        return None
+            return None
 
-    victim = poll(victim_mid_run, 600, f"worker 1 of tf-fault to pass step {steps // 5}", interval=1)
-    first = {index_of(p): p for p in pods_of(kube_api, namespace, selector)}
-    assert not get_job(kube_api, release, "worker")["status"].get("failed"), "a worker failed before the fault"
-    victim_name = victim["metadata"]["name"]
-    deleted_at = datetime.datetime.now(datetime.UTC)
-    started = time.monotonic()
-    resp = kube_api.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{victim_name}")
-    assert resp.status == 200, resp.doc
+        victim = poll(victim_mid_run, 600, f"worker 1 of tf-fault to pass step {steps // 5}", interval=1)
+        first = {index_of(p): p for p in pods_of(kube_api, namespace, selector)}
+        assert not get_job(kube_api, release, "worker")["status"].get("failed"), "a worker failed before the fault"
+        victim_name = victim["metadata"]["name"]
+        deleted_at = datetime.datetime.now(datetime.UTC)
+        started = time.monotonic()
+        resp = kube_api.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{victim_name}")
+        assert resp.status == 200, resp.doc
 
-    seen: dict[str, Any] = {}
+        seen: dict[str, Any] = {}
 
-    def job_decided() -> tuple[str, str] | None:
-        doc = kube_api.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{victim_name}")
-        if doc is not None:
-            seen["victim"] = doc
-        return job_outcome(get_job(kube_api, release, "worker"))
+        def job_decided() -> tuple[str, str] | None:
+            doc = kube_api.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{victim_name}")
+            if doc is not None:
+                seen["victim"] = doc
+            return job_outcome(get_job(kube_api, release, "worker"))
 
-    outcome = poll(job_decided, 420, "Job tf-fault-worker to finish after the fault", interval=0.5)
-    decided = time.monotonic() - started
-    pods = finished_pods(kube_api, release, 60)
+        outcome = poll(job_decided, 420, "Job tf-fault-worker to finish after the fault", interval=0.5)
+        decided = time.monotonic() - started
+        pods = finished_pods(kube_api, release, 60)
     job = get_job(kube_api, release, "worker")
     assert outcome[0] == "succeeded", outcome
     # the deleted pod and its peer, each counted once; nothing ignored as a disruption
@@ -251,17 +258,22 @@ def test_deleting_a_worker_mid_training_restarts_every_worker(
     survivor = next(p for p in pods if p["metadata"]["name"] == first[0]["metadata"]["name"])
     survivor_end = main_state(survivor)["terminated"]
     assert phase(survivor) == "Failed" and survivor_end["exitCode"] == 1, survivor_end
-    survivor_log = logs(embedded_cluster, namespace, survivor["metadata"]["name"], "worker")
+    survivor_log = log_of(survivor)
     assert "Collective ops is aborted" in survivor_log, survivor_log[-3000:]
 
-    retried = {index_of(p): p for p in pods if phase(p) == "Succeeded"}
-    assert sorted(retried) == [0, 1], [(p["metadata"]["name"], phase(p)) for p in pods]
+    # stream.seen keeps the retried worker 1 even when the success policy deleted it after worker 0 ended
+    everyone = {**stream.seen, **{p["metadata"]["name"]: p for p in pods}}
+    retried = {
+        index_of(p): p for name, p in everyone.items() if name not in (first[0]["metadata"]["name"], victim_name)
+    }
+    assert sorted(retried) == [0, 1], [(p["metadata"]["name"], phase(p)) for p in everyone.values()]
+    assert phase(retried[0]) == "Succeeded", retried[0]["status"]
     checksums = set()
     for pod in retried.values():
         notes = pod["metadata"]["annotations"]
         assert notes.get("batch.kubernetes.io/job-index-failure-count") == "1", notes
         assert notes.get("batch.kubernetes.io/job-index-ignored-failure-count", "0") == "0", notes
-        text = logs(embedded_cluster, namespace, pod["metadata"]["name"], "worker")
+        text = log_of(pod)
         assert f"step {steps}/{steps} loss" in text, text
         checksums.update(CHECKSUM.findall(text))
     assert len(checksums) == 1, checksums

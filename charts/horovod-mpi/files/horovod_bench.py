@@ -15,6 +15,19 @@ import sys
 import time
 
 
+def cpu_budget():
+    """CPUs this process may use: its cgroup's CPU quota (the pod's CPU limit) when there is one, else the CPUs
+    it may run on. os.cpu_count() counts the node's: threads beyond the quota stall in CFS throttling."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()
+        if quota != "max":
+            return max(1, int(quota) // int(period))
+    except (OSError, ValueError):
+        pass
+    return len(os.sched_getaffinity(0))
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--framework", choices=["pytorch", "tensorflow"], default="pytorch")
@@ -75,7 +88,7 @@ def run_pytorch(args):
     if cuda:
         torch.cuda.set_device(hvd.local_rank())
     else:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, hvd.local_size())))
+        torch.set_num_threads(max(1, cpu_budget() // max(1, hvd.local_size())))
     device = "GPU" if cuda else "CPU"
     model = getattr(torchvision.models, args.model)()
     if cuda:
