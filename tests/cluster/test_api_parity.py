@@ -54,6 +54,10 @@ API_CHECKS = ("dns-names", "selector-labels")
 EXAMPLES = int(os.environ.get("DLCHARTS_PARITY_EXAMPLES", "5000"))
 #: values per chart (on average) the API server judges, drawn as the property tier draws (DLCHARTS_VALUE_SAMPLES)
 VALUE_SAMPLES = int(os.environ.get("DLCHARTS_VALUE_SAMPLES", "40"))
+#: the share of each count the oldest minor's cluster runs (DLCHARTS_PARITY_OLDEST_SHARE overrides): what differs
+#: there is which fields exist, which the samples reach long before the pinned version's full counts; CI's time
+#: goes where the pinned version's rules are judged
+OLDEST_SHARE = float(os.environ.get("DLCHARTS_PARITY_OLDEST_SHARE", "0.4"))
 
 # --- values: valid ones, near misses and noise -------------------------------------------------------------------
 
@@ -301,8 +305,12 @@ class Server:
     """The API server's verdict: a ``dryRun=All`` create into one namespace; ``kube_version`` is what it runs, as
     the charts are rendered for it ("1.35.0")."""
 
-    def __init__(self, kube: Kube, namespace: str, kube_version: str) -> None:
-        self.kube, self.namespace, self.kube_version = kube, namespace, kube_version
+    def __init__(self, kube: Kube, namespace: str, kube_version: str, share: float = 1.0) -> None:
+        self.kube, self.namespace, self.kube_version, self.share = kube, namespace, kube_version, share
+
+    def count(self, full: int) -> int:
+        """How many of ``full`` examples this cluster runs."""
+        return max(1, round(full * self.share))
 
     def verdict(self, body: dict[str, Any]) -> tuple[int, str]:
         status, doc = dry_run_create(self.kube, body, self.namespace)
@@ -334,7 +342,8 @@ def parity(request: pytest.FixtureRequest, render: Callable[..., Any]) -> Iterat
         version = str(kube.get("/version")["gitVersion"]).lstrip("v")
         cluster.create_namespace(name, "privileged")  # Pod Security is test_policy_parity's subject
         try:
-            server = Server(kube, name, f"{apirules.minor(version)}.0")
+            share = OLDEST_SHARE if request.param == "oldest_cluster" else 1.0
+            server = Server(kube, name, f"{apirules.minor(version)}.0", share)
             yield server, base_objects(server, render)
         finally:
             cluster.delete_namespace(name, wait=False)
@@ -384,7 +393,7 @@ def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_serve
     pools = {klass: [body for body in objects if applies(klass, body)] for klass in MUTATIONS}
     assert all(pools.values()), {klass: len(pool) for klass, pool in pools.items()}
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=server.count(EXAMPLES), deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(st.data())
     def one(data: st.DataObject) -> None:
@@ -407,7 +416,7 @@ def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_serve
     print(f"\napi parity: {tried} mutated objects, Kubernetes {server.kube_version}")
     for klass, counts in table.items():
         print(f"  {klass:20} {json.dumps(counts, sort_keys=True)}")
-    assert tried >= EXAMPLES * 0.95, table  # the rest: answers that are no verdict on the object
+    assert tried >= server.count(EXAMPLES) * 0.95, table  # the rest: answers that are no verdict on the object
     false_rejects = {k: tally.examples[k] for k, c in table.items() if c.get("false reject")}
     assert not false_rejects, json.dumps(false_rejects, indent=1)
     missed = {k: tally.examples[k] for k, c in table.items() if c.get("false accept")}
@@ -488,7 +497,7 @@ def test_updates_get_the_same_verdict_offline_and_from_the_api_server(parity, re
             return [f"{f.path}: {f.message}" for f in findings]
         return [f"{field}: {message}" for field, message in rules.update_problems(old, new) or []]
 
-    @settings(max_examples=UPDATES, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=server.count(UPDATES), deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(st.data())
     def one(data: st.DataObject) -> None:
@@ -516,7 +525,7 @@ def test_updates_get_the_same_verdict_offline_and_from_the_api_server(parity, re
     for klass, counts in table.items():
         print(f"  {klass:20} {json.dumps(counts, sort_keys=True)}")
     assert table["immutable"].get("both refuse", 0) > 0, table["immutable"]  # the class does reach the rules
-    assert sum(c.get("tried", 0) for c in table.values()) >= UPDATES * 0.95, table
+    assert sum(c.get("tried", 0) for c in table.values()) >= server.count(UPDATES) * 0.95, table
     disagreements = {k: tally.examples[k] for k, c in table.items() if c.get("false reject") or c.get("false accept")}
     assert not disagreements, json.dumps(disagreements, indent=1)
 
@@ -529,7 +538,7 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, 
     refused: list[str] = []
     charts = [c for c in discover_charts(CHARTS) if (c / "values.schema.json").is_file()]
 
-    @settings(max_examples=VALUE_SAMPLES * len(charts), deadline=None, derandomize=True, database=None,
+    @settings(max_examples=server.count(VALUE_SAMPLES * len(charts)), deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(st.sampled_from(charts).flatmap(lambda chart: st.tuples(st.just(chart), mutated_values(chart))))
     def one(drawn: tuple[Path, dict[str, Any]]) -> None:

@@ -144,11 +144,13 @@ def test_truncated_rootfs_is_rebuilt(helper: BuildResult, tmp_path: Path) -> Non
     rebuilt = Builder(cache, say=messages.append).build(HELPER)
     assert any("rootfs" in m and "is damaged" in m for m in messages), messages
     assert rebuilt.built == ["rootfs", "oci"]
-    # mmdebstrap with SOURCE_DATE_EPOCH is bit-for-bit reproducible for the same package versions: compare with a
-    # build from scratch now (the shared cache's helper may predate a mirror update, which changes the digest)
-    fresh = tmp_path / "fresh"
-    shutil.copytree(shared.root / "debs", fresh / "images" / "debs")
-    assert rebuilt.digest == Builder(fresh).build(HELPER).digest
+    # mmdebstrap with SOURCE_DATE_EPOCH is bit-for-bit reproducible for the same package versions: the rebuild
+    # equals the shared cache's helper, or, when that one predates a mirror update (which changes the digest), a
+    # build from scratch now
+    if rebuilt.digest != helper.digest:
+        fresh = tmp_path / "fresh"
+        shutil.copytree(shared.root / "debs", fresh / "images" / "debs")
+        assert rebuilt.digest == Builder(fresh).build(HELPER).digest
 
 
 def test_venv_layer_from_offline_wheels_and_damaged_wheelhouse(helper: BuildResult, tmp_path: Path) -> None:
