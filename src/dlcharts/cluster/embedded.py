@@ -209,8 +209,13 @@ class EmbeddedCluster:
                 self._delete()  # left over from a crash or reboot: start clean
             try:
                 if not reused:
-                    self._create(paths)
-                server = self._wait_control_plane()
+                    # kwokctl takes free ports as it creates a cluster: two creations at once (CI's two test
+                    # sessions) took the same one, and a kwok-controller failed to bind it
+                    with self._lock("kwokctl-create"):
+                        self._create(paths)
+                        server = self._wait_control_plane()
+                else:
+                    server = self._wait_control_plane()
                 self._ensure_nodes()
                 real_node = self._ensure_real_node(reused)
             except BaseException as exc:
@@ -251,10 +256,11 @@ class EmbeddedCluster:
 
     # ----- internals -------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        """One start/stop of a cluster name at a time (the CLI and pytest workers may race)."""
+    def _lock(self, name: str | None = None) -> Iterator[None]:
+        """One start/stop of a cluster name at a time (the CLI and pytest workers may race); with ``name``, one
+        holder of that machine-wide lock at a time."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        path = self.run_dir / f"{self.config.name}.lock"
+        path = self.run_dir / f"{name or self.config.name}.lock"
         with path.open("w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
