@@ -370,15 +370,24 @@ def difference(reply: render_server.Reply, binary: subprocess.CompletedProcess[s
 
 
 def _error_items(stderr: str) -> list[str]:
-    """helm's error text as its items (a ``- `` line with the indented lines under it), sorted: helm lists a
-    values file's schema errors in Go map order, which differs from one run of the binary to the next."""
-    items: list[str] = []
-    for line in stderr.splitlines():
-        if items and line.startswith((" ", "\t")):
-            items[-1] += "\n" + line
-        else:
-            items.append(line)
-    return sorted(items)
+    """helm's error text as its items (a line with the more indented lines under it), sorted at every depth: helm
+    lists a values file's schema errors in Go map order, which differs from one run of the binary to the next, at
+    the top and (Helm 4: ``- at '/defaults': validation failed`` over the failures inside it) within an item."""
+
+    def depth(line: str) -> int:
+        return len(line) - len(line.lstrip(" \t"))
+
+    def items(lines: list[str]) -> list[str]:
+        out, i = [], 0
+        while i < len(lines):
+            end = i + 1
+            while end < len(lines) and depth(lines[end]) > depth(lines[i]):
+                end += 1
+            out.append("\n".join([lines[i], *items(lines[i + 1 : end])]))
+            i = end
+        return sorted(out)
+
+    return items(stderr.splitlines())
 
 
 def same_data(a: Any, b: Any) -> bool:

@@ -213,6 +213,14 @@ def test_difference_names_what_differs(server):
     assert difference(refused, subprocess.CompletedProcess([], 1, "", reordered + "- at '/a': got object\n")) is None
     moved = reordered.replace("  - at '/b'", "- at '/b'") + "  - at '/a': got object\n"
     assert "failed with other text" in str(difference(refused, subprocess.CompletedProcess([], 1, "", moved)))
+    # Helm 4 nests a map's failures under it, also in map order (CI saw the binary and the server differ so)
+    nested = "Error: values don't meet the specifications:\nc:\n- at '/d': validation failed\n"
+    inside = ["  - at '/d/x': got object\n", "  - at '/d/y': additional properties 'z' not allowed\n"]
+    refused = dataclasses.replace(reply, status=1, stdout="", stderr=nested + "".join(inside))
+    swapped = subprocess.CompletedProcess([], 1, "", nested + "".join(reversed(inside)))
+    assert difference(refused, swapped) is None
+    other = subprocess.CompletedProcess([], 1, "", nested + inside[0] + inside[1].replace("'z'", "'w'"))
+    assert "failed with other text" in str(difference(refused, other))
     objects = copy.deepcopy(reply.objects)
     objects[1]["spec"]["completions"] = "1"  # as a decoder that took `1` for a string would have it
     wrong = dataclasses.replace(reply, objects=objects)
