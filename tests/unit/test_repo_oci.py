@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dlcharts.release.oci import OciTarget, changed_files
+from dlcharts.release.oci import OciTarget, changed_files, failure_hint
 from dlcharts.release.repository import RepositoryError
 
 
@@ -60,3 +60,18 @@ def test_only_file_contents_count_not_build_times(tmp_path: Path) -> None:
                "c/Chart.lock": lock.replace(b"abc", b"def") % b"x"}  # fmt: skip
     third = _package(tmp_path / "c.tgz", changed, 0)
     assert changed_files(first, third) == ["c/Chart.lock", "c/extra.yaml", "c/values.yaml"]
+
+
+def test_a_missing_tag_on_a_port_with_401_in_it_is_no_refused_login(tmp_path: Path) -> None:
+    """CI's run of 2026-11-26: the registry listened on 127.0.0.1:55401, a tag not pushed yet read as a refused
+    login, and every publish failed."""
+    password = tmp_path / "password"
+    password.write_text("secret")
+    target = OciTarget("oci://127.0.0.1:55401/dl-charts", username="dlcharts", password_file=password)
+    missing = (
+        'Error: failed to perform "FetchReference" on source: 127.0.0.1:55401/dl-charts/cntk-dist:0.3.2: not found'
+    )
+    assert failure_hint(missing, target) is None
+    refused = "Error: GET https://127.0.0.1:55401/v2/token: unexpected status code 401 Unauthorized"
+    assert "refused the login of user 'dlcharts'" in (failure_hint(refused, target) or "")
+    assert "needs a login" in (failure_hint("response status code 401", OciTarget("oci://ghcr.io/org")) or "")

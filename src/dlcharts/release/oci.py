@@ -148,7 +148,7 @@ def _published_copy(
     try:
         proc = _helm(helm, [*args, *target.tls_args()], env, target)
     except RepositoryError as exc:
-        if re.search(r":\S+: not found\s*$", str(exc)):
+        if re.search(r"(?m):\S+: not found\s*$", str(exc)):  # the tag is not there (helm's last line, or a hint's)
             return None
         raise
     pulled = list(dest.glob("*.tgz"))
@@ -188,17 +188,22 @@ def _helm(
     try:
         return run_helm(helm, args, env, stdin=stdin)
     except RepositoryError as exc:
-        text = str(exc)
-        if "x509:" in text or "certificate" in text:
-            hint = ("the registry's TLS certificate is not trusted: pass the CA that signed it (--ca-file; "
-                    "make repo-oci OCI_CA_FILE=<ca.crt>)")  # fmt: skip
-        elif "unauthorized" in text or "credential" in text or "401" in text:
-            if target.username:
-                hint = (f"{target.host} refused the login of user {target.username!r}: check the user and the "
-                        f"password in {target.password_file}")  # fmt: skip
-            else:
-                hint = (f"{target.host} needs a login: pass --username and --password-file (make repo-oci "
-                        "OCI_USER=<user> OCI_PASSWORD_FILE=<file>)")  # fmt: skip
-        else:
+        hint = failure_hint(str(exc), target)
+        if hint is None:
             raise
-        raise RepositoryError(f"{text}\n{hint}") from None
+        raise RepositoryError(f"{exc}\n{hint}") from None
+
+
+def failure_hint(text: str, target: OciTarget) -> str | None:
+    """What to do about a helm failure against ``target``: an untrusted certificate or a refused login; None for
+    anything else. (A status 401 is a word of its own: the registry's port may hold those digits, 127.0.0.1:55401.)"""
+    if "x509:" in text or "certificate" in text:
+        return ("the registry's TLS certificate is not trusted: pass the CA that signed it (--ca-file; "
+                "make repo-oci OCI_CA_FILE=<ca.crt>)")  # fmt: skip
+    if re.search(r"unauthorized|credential|\b401\b", text, re.IGNORECASE):
+        if target.username:
+            return (f"{target.host} refused the login of user {target.username!r}: check the user and the "
+                    f"password in {target.password_file}")  # fmt: skip
+        return (f"{target.host} needs a login: pass --username and --password-file (make repo-oci "
+                "OCI_USER=<user> OCI_PASSWORD_FILE=<file>)")  # fmt: skip
+    return None
