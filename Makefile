@@ -44,19 +44,22 @@ dist: $(STAMP)  ## build the harness wheel into dist/ (pip install dist/dlcharts
 # Go lives in /usr/local/go/bin on the project's machines; the control-plane build needs it.
 export PATH := $(PATH):/usr/local/go/bin
 
-control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane; the oldest supported Kubernetes' API server, controller-manager, scheduler and validator
+control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane; the oldest supported Kubernetes' API server, controller-manager, scheduler and validator; the add-ons Kueue and coscheduling
 	bash ci/build-control-plane.sh
 	bash ci/build-control-plane.sh oldest
+	bash ci/build-control-plane.sh addons
 
 demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes
 	$(VENV)/bin/dlcharts demo
 
 # The cluster tier as two sessions side by side (ci/together.sh), each on an embedded cluster of its own, because
 # much of their time is spent waiting for pods: the real node's training runs with the API-parity test (which
-# keeps the CPU busy meanwhile), beside every chart installed on fake GPU nodes and the rest. The CPU is the limit:
+# keeps the CPU busy meanwhile) and the queueing tests (Kueue and coscheduling on a third cluster of fake GPU nodes,
+# mostly waiting for fake pods), beside every chart installed on fake GPU nodes and the rest. The CPU is the limit:
 # a third session (tried: chart installs alone) made every session slower, by more than it took from the longest.
 REAL_TRAINING := tests/cluster/test_real_frameworks.py tests/cluster/test_real_training.py \
-  tests/cluster/test_readme_commands.py tests/cluster/test_network_policy.py tests/cluster/test_api_parity.py
+  tests/cluster/test_readme_commands.py tests/cluster/test_network_policy.py tests/cluster/test_api_parity.py \
+  tests/cluster/test_queueing.py
 OTHER_CLUSTER := tests/repo tests/cluster tests/images $(addprefix --ignore=,$(REAL_TRAINING))
 # $(call session,NAME,CLUSTER,TESTS): one pytest session on the embedded cluster CLUSTER, its report in reports/
 session = DLCHARTS_CLUSTER_NAME=$(2) $(PYTEST) $(3) --dlcharts-cluster-name $(2) -p no:cacheprovider \

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from dlcharts import run
-from dlcharts.cluster import ClusterConfig, ClusterHandle, EmbeddedCluster, build_binaries
+from dlcharts.cluster import H100_LABELS, ClusterConfig, ClusterHandle, EmbeddedCluster, NodePool, build_binaries
+from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
@@ -37,6 +38,18 @@ def oldest_cluster() -> Iterator[ClusterHandle]:
     build_binaries(["oldest"])
     name = f"{os.environ.get('DLCHARTS_CLUSTER_NAME', 'dlcharts')}-oldest"
     config = ClusterConfig(name=name, real_node=False, kubernetes_version=OLDEST_KUBERNETES_VERSION)
+    with EmbeddedCluster(config) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def queueing_cluster() -> Iterator[ClusterHandle]:
+    """A third embedded cluster with the add-ons Kueue and coscheduling (built here once when missing), fake nodes
+    only: 3 nodes of 4 GPUs and one CPU node."""
+    build_binaries(["addons"])
+    name = f"{os.environ.get('DLCHARTS_CLUSTER_NAME', 'dlcharts')}-queue"
+    pools = (NodePool(name="gpu", count=3, gpus=4, labels=dict(H100_LABELS)), NodePool(name="cpu", count=1))
+    config = ClusterConfig(name=name, real_node=False, node_pools=pools, addons=ADDONS)
     with EmbeddedCluster(config) as handle:
         yield handle
 

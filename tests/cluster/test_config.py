@@ -15,7 +15,13 @@ from dlcharts.cluster import (
     default_node_pools,
     require_binaries,
 )
-from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION, binary, control_plane_binaries, read_versions
+from dlcharts.cluster.binaries import (
+    ADDON_BINARIES,
+    OLDEST_KUBERNETES_VERSION,
+    binary,
+    control_plane_binaries,
+    read_versions,
+)
 from dlcharts.cluster.config import node_objects, stage_documents
 from dlcharts.errors import ClusterError
 
@@ -57,6 +63,13 @@ def test_missing_binaries_name_each_one_and_the_build_command(tmp_path: Path) ->
     for name in BINARY_NAMES:
         assert name in message
     assert "build-control-plane.sh" in message
+
+
+def test_missing_addons_name_their_build(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError) as err:
+        require_binaries(tmp_path, ADDON_BINARIES)
+    assert "kueue v0.17.0" in str(err.value) and "scheduler-plugins v0.34.7" in str(err.value)
+    assert "build-control-plane.sh addons" in str(err.value)
 
 
 def test_start_without_binaries_fails_clearly(tmp_path: Path) -> None:
@@ -108,6 +121,7 @@ def test_custom_pool_with_other_gpu_resource_and_taint() -> None:
         (ClusterConfig(real_node_cidr="fd00::/64"), "real_node_cidr"),
         (ClusterConfig(kubernetes_version="v1.31.14"), "'v1.31.14' is not one the embedded cluster runs"),
         (ClusterConfig(kubernetes_version=OLDEST_KUBERNETES_VERSION), "cannot have the real node"),
+        (ClusterConfig(addons=("kueue", "volcano")), "addons: 'volcano' unknown; choose from kueue, coscheduling"),
     ],
 )
 def test_bad_config_names_the_field(config: ClusterConfig, fragment: str) -> None:

@@ -39,6 +39,10 @@ CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not
 VERSIONED_BINARIES: tuple[str, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 OLDEST = "@oldest"
 _COMPONENTS.update({name + OLDEST: "OLDEST_KUBERNETES_VERSION" for name in VERSIONED_BINARIES})
+#: the add-ons' binaries (dlcharts.cluster.addons), built on request: ``ci/build-control-plane.sh addons``
+ADDON_BINARIES: tuple[str, ...] = ("kueue", "scheduler-plugins", "scheduler-plugins-controller")
+_COMPONENTS.update({"kueue": "KUEUE_VERSION", "scheduler-plugins": "SCHEDULER_PLUGINS_VERSION",
+                    "scheduler-plugins-controller": "SCHEDULER_PLUGINS_VERSION"})  # fmt: skip
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
@@ -65,6 +69,8 @@ ETCD_VERSION = VERSIONS["ETCD_VERSION"]
 COREDNS_VERSION = VERSIONS["COREDNS_VERSION"]
 KUBE_ROUTER_VERSION = VERSIONS["KUBE_ROUTER_VERSION"]
 OLDEST_KUBERNETES_VERSION = VERSIONS["OLDEST_KUBERNETES_VERSION"]
+KUEUE_VERSION = VERSIONS["KUEUE_VERSION"]
+SCHEDULER_PLUGINS_VERSION = VERSIONS["SCHEDULER_PLUGINS_VERSION"]
 #: the Kubernetes versions an embedded cluster can run: the pinned one (default) and the oldest the charts support
 CLUSTER_VERSIONS: tuple[str, ...] = (KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION)
 
@@ -149,10 +155,16 @@ def require_binaries(cache: Path | None = None, names: tuple[str, ...] = BINARY_
             f"{lines}\n"
             f"build them once (about 13 minutes on 2 cores, 10-20 more for kubelet and CoreDNS; then cached)"
             f" with:\n"
-            f"  {build_command()}{' oldest' if any(b.name.endswith(OLDEST) for b in missing) else ''}\n"
+            f"  {build_command()}{''.join(sorted(_build_groups(missing)))}\n"
             f"or from Python: dlcharts.cluster.build_binaries()"
         )
     return {name: b.path for name, b in found.items()}
+
+
+def _build_groups(missing: list[Binary]) -> set[str]:
+    """The build script's group arguments that build ``missing`` (" oldest", " addons"); none for the default set."""
+    groups = {" oldest" for b in missing if b.name.endswith(OLDEST)}
+    return groups | {" addons" for b in missing if b.name in ADDON_BINARIES}
 
 
 def build_binaries(names: list[str] | None = None, *, log: Path | None = None) -> dict[str, Path]:

@@ -7,6 +7,7 @@ import shlex
 import sys
 import time
 
+from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, build_binaries
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
@@ -14,16 +15,20 @@ from dlcharts.cluster.embedded import EmbeddedCluster
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     version = OLDEST_KUBERNETES_VERSION if args.kubernetes_version == "oldest" else args.kubernetes_version
+    addons = tuple(name for name in ADDONS if getattr(args, name))
     if args.action == "build":
-        for name, path in build_binaries(["oldest"] if version == OLDEST_KUBERNETES_VERSION else None).items():
+        groups = (["oldest"] if version == OLDEST_KUBERNETES_VERSION else []) + (["addons"] if addons else [])
+        for name, path in build_binaries(groups or None).items():
             print(f"{name} {path}")
         return 0
-    config = ClusterConfig(name=args.name, real_node=not args.no_real_node, kubernetes_version=version)
+    config = ClusterConfig(name=args.name, real_node=not args.no_real_node, kubernetes_version=version, addons=addons)
     cluster = EmbeddedCluster(config)
     if args.action == "up":
         handle = cluster.start()
         how = "reused running cluster" if handle.reused else "started"
         print(f"{how} {handle.name} in {handle.start_seconds:.1f}s: {handle.server}")
+        for name, addon in handle.addons.items():
+            print(f"add-on {name} {addon['version']} runs (pid {addon['pid']}, log {addon['log']})")
         print(f"export KUBECONFIG={handle.kubeconfig}")
         return 0
     if args.action == "down":
@@ -86,6 +91,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="build/up: the control plane's version (default: %(default)s); oldest ("
         + OLDEST_KUBERNETES_VERSION
         + ", the oldest minor the charts support) runs fake nodes only, so up needs --no-real-node with it",
+    )
+    cluster.add_argument(
+        "--kueue",
+        action="store_true",
+        help="build/up: Kueue's manager, webhooks and CRDs with the cluster (kueue.queueName in the charts)",
+    )
+    cluster.add_argument(
+        "--coscheduling",
+        action="store_true",
+        help="build/up: a second scheduler, scheduler-plugins' coscheduling, named "
+        "scheduler-plugins-scheduler (gang.scheduler=scheduler-plugins in the charts)",
     )
     cluster.set_defaults(func=cmd_cluster)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, control_plane_binaries
 from dlcharts.errors import ClusterError
 
@@ -109,6 +110,10 @@ class ClusterConfig:
     kubernetes_version: the control plane's version, one of binaries.CLUSTER_VERSIONS: the pinned one, or the
                        oldest minor the charts support (fake nodes only: the real node's kubelet is the pinned
                        version, and a kubelet must not be newer than its API server).
+    addons:            real controllers started with the cluster (dlcharts.cluster.addons): "kueue" (Kueue's
+                       manager, webhooks and CRDs) and "coscheduling" (a second kube-scheduler with scheduler-plugins'
+                       coscheduling, named scheduler-plugins-scheduler). A running cluster that is reused gets
+                       the ones it lacks.
     """
 
     name: str = "dlcharts"
@@ -123,6 +128,7 @@ class ClusterConfig:
     real_node: bool = True
     real_node_cidr: str = ""
     kubernetes_version: str = KUBERNETES_VERSION
+    addons: tuple[str, ...] = ()
 
     def validate(self) -> None:
         control_plane_binaries(self.kubernetes_version)  # a version it cannot run: the error names both it can
@@ -132,6 +138,9 @@ class ClusterConfig:
                 f"{KUBERNETES_VERSION}, newer than that API server); start it with fake nodes only "
                 "(real_node=False, or --no-real-node)"
             )
+        unknown = sorted(set(self.addons) - set(ADDONS))
+        if unknown:
+            raise ClusterError(f"addons: {', '.join(map(repr, unknown))} unknown; choose from {', '.join(ADDONS)}")
         if self.api_qps < 1:
             raise ClusterError(f"api_qps must be >= 1 (requests per second), not {self.api_qps}")
         if not _DNS_LABEL.match(self.name) or len(self.name) > 40:

@@ -48,6 +48,7 @@ import yaml
 
 from dlcharts.cluster import binaries as _bin
 from dlcharts.cluster import procs
+from dlcharts.cluster.addons import Addons
 from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
 from dlcharts.cluster.node import RealNode
 from dlcharts.cluster.node_registry import NodeImages, registry_for
@@ -117,6 +118,8 @@ class ClusterHandle(ClusterAccess):
     start_seconds: float
     #: the real node's name, address, bridge, images and versions (None without one; see dlcharts.cluster.node)
     real_node: dict[str, Any] | None = None
+    #: the add-ons that run (dlcharts.cluster.addons): name -> version, pid, log
+    addons: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def logs_dir(self) -> Path:
@@ -218,6 +221,8 @@ class EmbeddedCluster:
                     server = self._wait_control_plane()
                 self._ensure_nodes()
                 real_node = self._ensure_real_node(reused)
+                with self._lock("kwokctl-create"):  # the add-ons take free ports too
+                    addons = self._addons().start(self.config.addons, self.kubeconfig, self.config.start_timeout)
             except BaseException as exc:
                 if reused:
                     raise
@@ -227,8 +232,7 @@ class EmbeddedCluster:
                 if isinstance(exc, ClusterError):
                     raise ClusterError(f"{exc}\ncomponent logs kept in {kept}") from exc
                 raise
-            if not reused:
-                self._write_state(real_node)
+            self._write_state(real_node, addons, reused)
         self.handle = ClusterHandle(
             name=self.config.name,
             kubeconfig=self.kubeconfig,
@@ -237,6 +241,7 @@ class EmbeddedCluster:
             reused=reused,
             start_seconds=time.monotonic() - started,
             real_node=real_node,
+            addons=addons,
         )
         return self.handle
 
@@ -414,8 +419,13 @@ class EmbeddedCluster:
         recorded = json.loads(state.read_text()).get("real_node") if state.is_file() else None
         return recorded if isinstance(recorded, dict) else None
 
+    def _addons(self) -> Addons:
+        return Addons(self.state_dir, self.cache)
+
     def _delete(self) -> None:
-        # The real node first: its pods' mounts and network live under the state directory kwokctl removes.
+        # The add-ons and the real node first: the node's pods' mounts and network live under the state directory
+        # kwokctl removes.
+        self._addons().stop()
         self._real_node().stop(self.kubeconfig)
         pids = _component_pids(self.state_dir)
         kwokctl = _bin.binary("kwokctl", self.cache).path
@@ -455,7 +465,13 @@ class EmbeddedCluster:
                 f"(`dlcharts cluster down --name {self.config.name}`) or use another cluster name"
             )
 
-    def _write_state(self, real_node: dict[str, Any] | None) -> None:
+    def _write_state(self, real_node: dict[str, Any] | None, addons: dict[str, Any], reused: bool) -> None:
+        state = self.state_dir / STATE_FILE
+        if reused and state.is_file():  # the add-ons a reused cluster has now; the rest was recorded at its start
+            doc = json.loads(state.read_text())
+            doc["addons"] = addons
+            state.write_text(json.dumps(doc, indent=2) + "\n")
+            return
         doc = {
             "name": self.config.name,
             "fingerprint": self.config.control_plane_fingerprint(),
@@ -464,6 +480,7 @@ class EmbeddedCluster:
             "etcd": _bin.ETCD_VERSION,
             "nodes": [n["metadata"]["name"] for n in node_objects(self.config.node_pools)],
             "real_node": real_node,
+            "addons": addons,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.state_dir / STATE_FILE).write_text(json.dumps(doc, indent=2) + "\n")

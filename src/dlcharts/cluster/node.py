@@ -70,7 +70,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -78,7 +77,7 @@ from typing import Any
 import yaml
 
 from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import dns, netpol, node_registry, procs
+from dlcharts.cluster import dns, netpol, node_registry, pki, procs
 from dlcharts.errors import ClusterError
 from dlcharts.waiting import poll
 
@@ -411,34 +410,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             interval=0.2,
         )
 
-    def _credentials(self, admin: dict[str, Any], kubeconfig: Path) -> tuple[Path, Path, Path]:
+    def _credentials(self) -> tuple[Path, Path, Path]:
         """A client + serving certificate for the kubelet (system:node:<name>, group system:nodes, with the
-        node address as SAN), signed by the CA kwokctl generated for the cluster; returns (ca, cert, key)."""
-        pki = self.state_dir / "pki"
-        ca, ca_key = pki / "ca.crt", pki / "ca.key"
-        if not ca.is_file() or not ca_key.is_file():
-            raise ClusterError(f"no cluster CA at {ca} / {ca_key}; kwokctl's layout changed")
+        node address as SAN), signed by the cluster's CA; returns (ca, cert, key)."""
         out = self.dir / "kubelet" / "pki"
-        out.mkdir(parents=True, exist_ok=True)
         cert, key = out / "kubelet.crt", out / "kubelet.key"
-        with tempfile.TemporaryDirectory(prefix="dlcharts-kubelet-pki-") as tmp:
-            csr, ext = Path(tmp) / "kubelet.csr", Path(tmp) / "ext.cnf"
-            ext.write_text(
-                "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-                "extendedKeyUsage=clientAuth,serverAuth\n"
-                f"subjectAltName=IP:{self.network.node_ip},DNS:{NODE_NAME}\n"
-            )
-            _run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                  "-subj", f"/O=system:nodes/CN=system:node:{NODE_NAME}", "-out", str(csr)])  # fmt: skip
-            _run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
-                  "-set_serial", f"0x{os.urandom(8).hex()}", "-days", "365", "-extfile", str(ext),
-                  "-out", str(cert)])  # fmt: skip
+        ca = pki.sign(self.state_dir, cert, key, f"/O=system:nodes/CN=system:node:{NODE_NAME}",
+                      [f"IP:{self.network.node_ip}", f"DNS:{NODE_NAME}"], usages="clientAuth,serverAuth")  # fmt: skip
         return ca, cert, key
 
     def _start_kubelet(self, admin: dict[str, Any], kubeconfig: Path) -> None:
         kdir = self.dir / "kubelet"
         kdir.mkdir(parents=True, exist_ok=True)
-        ca, cert, key = self._credentials(admin, kubeconfig)
+        ca, cert, key = self._credentials()
         server = admin["clusters"][0]["cluster"]["server"]
         kube = {
             "apiVersion": "v1",

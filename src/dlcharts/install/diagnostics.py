@@ -7,6 +7,8 @@ from typing import Any
 
 from dlcharts.install.kube import Kube
 from dlcharts.install.state import (
+    INSTANCE_LABEL,
+    ReleaseState,
     conditions_by_type,
     daemonset_nodes,
     object_name,
@@ -28,6 +30,60 @@ def _event_time(event: Mapping[str, Any]) -> str:
     )
 
 
+def _conditions(obj: Mapping[str, Any], explained: tuple[str, ...] = ()) -> str:
+    """Every condition as Type=Status, with reason and message where True (or its type is in ``explained``)."""
+    return (
+        ", ".join(
+            f"{c.get('type')}={c.get('status')}"
+            + (
+                f" ({c.get('reason')}: {c.get('message')})"
+                if (c.get("status") == "True" or c.get("type") in explained) and c.get("message")
+                else ""
+            )
+            for c in (obj.get("status") or {}).get("conditions") or []
+        )
+        or "none"
+    )
+
+
+def _served_items(kube: Kube, path: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+    """The items at ``path``; none where the cluster does not serve the kind (its CRD is not installed)."""
+    resp = kube.request("GET", path, query={"labelSelector": label_selector} if label_selector else None)
+    return list((resp.doc or {}).get("items") or []) if resp.status == 200 else []
+
+
+def _queueing(kube: Kube, namespace: str, release: str, state: ReleaseState) -> list[str]:
+    """Kueue's workloads of the release's Jobs and pods (why one waits: QuotaReserved's message), and the release's
+    coscheduling PodGroup, where the cluster serves them."""
+    lines = []
+    owners = {object_name(o) for o in state.jobs + state.pods}
+    workloads = [
+        w for w in _served_items(kube, f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads")
+        if owners & {r.get("name") for r in w["metadata"].get("ownerReferences") or []}
+    ]  # fmt: skip
+    if workloads:
+        lines.append("Kueue workloads:")
+    for workload in sorted(workloads, key=object_name):
+        spec = workload.get("spec") or {}
+        pod_sets = ", ".join(f"{ps.get('name')} x{ps.get('count')}" for ps in spec.get("podSets") or [])
+        lines.append(
+            f"  {object_name(workload)}: queue {spec.get('queueName')} pod sets {pod_sets}; "
+            f"conditions: {_conditions(workload, explained=('QuotaReserved',))}"
+        )
+    groups = _served_items(
+        kube, f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups", f"{INSTANCE_LABEL}={release}"
+    )
+    if groups:
+        lines.append("PodGroups (coscheduling):")
+    for group in groups:
+        st, spec = group.get("status") or {}, group.get("spec") or {}
+        lines.append(
+            f"  {object_name(group)}: minMember {spec.get('minMember')} phase {st.get('phase', '-')} "
+            f"scheduled {st.get('scheduled', 0)} running {st.get('running', 0)} succeeded {st.get('succeeded', 0)}"
+        )
+    return lines
+
+
 def diagnostics(kube: Kube, namespace: str, release: str, max_events: int = 60) -> str:
     """The state of a release as text: Jobs (every condition), pods (phase, reason, node, GPUs, scheduling
     and waiting containers), DaemonSets (counts, nodes, expected nodes) and the namespace's latest events."""
@@ -38,18 +94,7 @@ def diagnostics(kube: Kube, namespace: str, release: str, max_events: int = 60) 
     lines = [f"--- state of release {release} in namespace {namespace} ---", "Jobs:"]
     for job in state.jobs:
         st, spec = job.get("status") or {}, job.get("spec") or {}
-        conds = (
-            ", ".join(
-                f"{c.get('type')}={c.get('status')}"
-                + (
-                    f" ({c.get('reason')}: {c.get('message')})"
-                    if c.get("status") == "True" and c.get("message")
-                    else ""
-                )
-                for c in st.get("conditions") or []
-            )
-            or "none"
-        )
+        conds = _conditions(job)
         lines.append(
             f"  {object_name(job)}: completions {st.get('succeeded', 0)}/{spec.get('completions')} "
             f"active {st.get('active', 0)} failed {st.get('failed', 0)}"
@@ -59,6 +104,7 @@ def diagnostics(kube: Kube, namespace: str, release: str, max_events: int = 60) 
         )
     if not state.jobs:
         lines.append("  (none)")
+    lines += _queueing(kube, namespace, release, state)
     lines.append("Pods:")
     for pod in sorted(state.pods, key=object_name):
         st = pod.get("status") or {}

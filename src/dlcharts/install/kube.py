@@ -125,6 +125,17 @@ class Kube:
             raise ClusterError(f"GET {path} answered {resp.status}: {status_message(resp.doc)}")
         return resp.doc
 
+    def apply(self, obj: Mapping[str, Any], field_manager: str = "dlcharts") -> Any:
+        """Server-side apply of one object (created, or updated to what ``obj`` says); returns it as stored."""
+        meta = obj["metadata"]
+        path = self.resource_for(str(obj["apiVersion"]), str(obj["kind"])).path(meta.get("namespace"), meta["name"])
+        # as text (JSON is YAML), which the client sends as it is whatever its version makes of the content type
+        resp = self.request("PATCH", path, query={"fieldManager": field_manager, "force": "true"},
+                            body=json.dumps(obj), content_type="application/apply-patch+yaml")  # fmt: skip
+        if resp.status not in (200, 201):
+            raise ClusterError(f"the API server refused {obj['kind']} {meta['name']}: {status_message(resp.doc)}")
+        return resp.doc
+
     def items(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> list[Any]:
         query = {}
         if label_selector:
