@@ -114,6 +114,11 @@ class Addons:
 
     # ----- Kueue ------------------------------------------------------------------------------------
     def _start_kueue(self, kube: Kube, kubeconfig: Path, exe: Path, timeout: float) -> None:
+        if os.geteuid() != 0:  # the mount namespace below
+            raise ClusterError(
+                "the kueue add-on needs root (it mounts its metrics certificate folder in a mount namespace of its "
+                "own, as the real node needs root); run `dlcharts cluster up --kueue` as root"
+            )
         work = self.dir / "kueue"
         certs = work / "certs"
         ca = pki.sign(self.state_dir, certs / "tls.crt", certs / "tls.key", "/CN=kueue-webhook", ["IP:127.0.0.1"])
