@@ -69,6 +69,9 @@
 #   every cache empty (its modules downloaded too), machine otherwise idle: 392 s wall (530 s user): kube-apiserver
 #   260 s, kube-controller-manager 61, kube-scheduler 5, k8s-validate 2 (it shares the API server's packages), the
 #   rest module downloads. Caches grow by ~1.7 GB (modules) and ~2.7 GB (Go build cache).
+# The add-ons (`addons`: kueue, scheduler-plugins, scheduler-plugins-controller), 2026-11-26, empty Go build cache,
+#   module cache warm, machine otherwise idle: 376 s wall (603 s user). Under load 7-11 beside a cluster tier:
+#   kueue 627 s, scheduler-plugins 720 s, the controller 12 s after them (shared packages).
 # `dlcharts cluster up` with the real node: 11-15 s in all (the real node's share, containerd + image import
 # + CoreDNS + kubelet until Ready, is ~4 s); `down` 4-5 s.
 set -euo pipefail
