@@ -37,6 +37,7 @@ import yaml
 
 from dlcharts import toolchain
 from dlcharts.cluster import binaries
+from dlcharts.cluster.addons import CRD_PATH, wait_established
 from dlcharts.cluster.config import NodePool, node_objects
 from dlcharts.cluster.node import LABEL_KEY as REAL_NODE_LABEL
 from dlcharts.errors import ClusterError
@@ -162,9 +163,6 @@ def all_crds() -> list[dict[str, Any]]:
     return [crd_from_schemas(paths) for _, paths in sorted(groups.items())]
 
 
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
 def ensure_crds(kube: Kube, crds: list[dict[str, Any]], timeout: float = 60) -> list[str]:
     """Create the CRDs the cluster lacks (or replace ours when their spec changed) and wait until each is
     Established; returns every CRD name.
@@ -191,16 +189,7 @@ def ensure_crds(kube: Kube, crds: list[dict[str, Any]], timeout: float = 60) -> 
             message = resp.doc.get("message") if isinstance(resp.doc, dict) else resp.doc
             raise ClusterError(f"the API server refused CRD {name}: {message}")
 
-    def established(name: str) -> bool:
-        doc = kube.get_or_none(f"{CRD_PATH}/{name}") or {}
-        return any(
-            c.get("type") == "Established" and c.get("status") == "True"
-            for c in (doc.get("status") or {}).get("conditions") or []
-        )
-
-    for name in names:
-        poll(lambda n=name: established(n), timeout, f"CRD {name} to be Established")
-    kube.resources(refresh=True)
+    wait_established(kube, names, timeout)
     return names
 
 

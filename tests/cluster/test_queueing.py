@@ -31,6 +31,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install.diagnostics import diagnostics
 from dlcharts.install.kube import Kube
 from dlcharts.install.releases import ChartSource, Release, install
+from dlcharts.install.state import conditions_by_type
 from dlcharts.waiting import poll
 
 pytestmark = pytest.mark.cluster
@@ -63,11 +64,9 @@ class Clock:
 
     def __init__(self) -> None:
         self.start = time.monotonic()
-        self.events: dict[str, float] = {}
 
     def mark(self, what: str) -> float:
         now = round(time.monotonic() - self.start, 1)
-        self.events[what] = now
         print(f"  t={now:6.1f}s  {what}")
         return now
 
@@ -122,7 +121,7 @@ def workloads(kube: Kube, namespace: str) -> list[dict[str, Any]]:
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
+    return conditions_by_type(obj).get(kind)
 
 
 def is_true(obj: Mapping[str, Any], kind: str) -> bool:

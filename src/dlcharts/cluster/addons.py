@@ -78,26 +78,19 @@ class Addons:
     def running(self) -> list[str]:
         """The add-ons whose processes run."""
         alive = {name for name, pid in procs.pids(self.pid_dir).items() if procs.alive(pid)}
-        return [addon for addon in ADDONS if {p for p in PROCESSES if p.split("-")[0] == addon} <= alive]
+        return [addon for addon in ADDONS if {p for p in PROCESSES if _addon(p) == addon} <= alive]
 
     def start(self, names: tuple[str, ...], kubeconfig: Path, timeout: float) -> dict[str, dict[str, Any]]:
         """Install and start each add-on of ``names`` that does not run yet; returns what runs, per add-on."""
         unknown = sorted(set(names) - set(ADDONS))
         if unknown:
             raise ClusterError(f"unknown add-on {', '.join(unknown)}; the embedded cluster has: {', '.join(ADDONS)}")
-        wanted = [p for p in PROCESSES if p.split("-")[0] in names]
-        exes = _bin.require_binaries(self.cache, tuple(PROCESSES[p] for p in wanted))
-        running = self.running()
-        with Kube.from_kubeconfig(kubeconfig) as kube:
-            for name in names:
-                if name in running:
-                    continue
-                self.stop(name)  # what is left of an add-on half running
-                if name == "kueue":
-                    self._start_kueue(kube, kubeconfig, exes["kueue"], timeout)
-                else:
-                    self._start_coscheduling(kube, kubeconfig, exes["scheduler-plugins"],
-                                             exes["scheduler-plugins-controller"], timeout)  # fmt: skip
+        missing = [name for name in names if name not in self.running()]
+        if missing:
+            exes = _bin.require_binaries(self.cache, tuple(b for p, b in PROCESSES.items() if _addon(p) in missing))
+            with Kube.from_kubeconfig(kubeconfig) as kube:
+                for name in missing:
+                    self._start(name, kube, kubeconfig, exes, timeout)
         pids = procs.pids(self.pid_dir)
         return {
             name: {"version": _bin.binary(PROCESSES[name], self.cache).version, "pid": pids[name],
@@ -105,10 +98,18 @@ class Addons:
             for name in self.running()
         }  # fmt: skip
 
+    def _start(self, name: str, kube: Kube, kubeconfig: Path, exes: dict[str, Path], timeout: float) -> None:
+        self.stop(name)  # what is left of an add-on half running
+        if name == "kueue":
+            self._start_kueue(kube, kubeconfig, exes["kueue"], timeout)
+        else:
+            self._start_coscheduling(kube, kubeconfig, exes["scheduler-plugins"],
+                                     exes["scheduler-plugins-controller"], timeout)  # fmt: skip
+
     def stop(self, addon: str | None = None) -> None:
         """Stop the processes of ``addon`` (default: every add-on); what they installed goes with the cluster."""
         for name, pid in procs.pids(self.pid_dir).items():
-            if addon is None or name.split("-")[0] == addon:
+            if addon is None or _addon(name) == addon:
                 procs.stop(pid, PROCESSES.get(name, name))
                 (self.pid_dir / f"{name}.pid").unlink(missing_ok=True)
 
@@ -195,6 +196,11 @@ class Addons:
                 return bool(resp.status == 200)
 
         poll(ok, timeout, f"add-on {name} to answer {url} (log {log})", interval=0.5)
+
+
+def _addon(process: str) -> str:
+    """The add-on a process belongs to: ``coscheduling-controller`` -> ``coscheduling``."""
+    return process.split("-")[0]
 
 
 def kueue_chart_objects(chart: Path) -> list[dict[str, Any]]:

@@ -221,7 +221,8 @@ class EmbeddedCluster:
                     server = self._wait_control_plane()
                 self._ensure_nodes()
                 real_node = self._ensure_real_node(reused)
-                with self._lock("kwokctl-create"):  # the add-ons take free ports too
+                with self._lock("kwokctl-create") if self.config.addons else contextlib.nullcontext():
+                    # the add-ons take free ports too
                     addons = self._addons().start(self.config.addons, self.kubeconfig, self.config.start_timeout)
             except BaseException as exc:
                 if reused:
