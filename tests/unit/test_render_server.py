@@ -196,6 +196,56 @@ def test_an_edited_chart_is_rendered_anew(server, tmp_path):
     assert difference(after, server.helm.run(argv, check=False)) is None
 
 
+def _parent_with_subchart(root):
+    """A chart whose subchart is switched by a condition and exports a value the parent imports: the two things
+    helm changes in the chart it renders (it drops a disabled subchart, it merges imported values)."""
+    chart, sub = root / "parent", root / "parent" / "charts" / "sub"
+    (chart / "templates").mkdir(parents=True)
+    (sub / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(
+        "apiVersion: v2\nname: parent\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n"
+        "  condition: sub.enabled\n  import-values:\n  - child: exported\n    parent: imported\n"
+    )
+    (chart / "values.yaml").write_text("sub:\n  enabled: true\nimported: {}\n")
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: parent\n"
+        "data:\n  imported: {{ toJson .Values.imported | quote }}\n"
+    )
+    (sub / "Chart.yaml").write_text("apiVersion: v2\nname: sub\nversion: 0.1.0\n")
+    (sub / "values.yaml").write_text("exported:\n  greeting: hello\n")
+    (sub / "values.schema.json").write_text('{"type": "object", "properties": {"exported": {"type": "object"}}}')
+    (sub / "templates" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\n")
+    return chart
+
+
+def test_each_render_gets_the_chart_as_loaded(server, tmp_path):
+    """The server keeps a loaded chart between renders: what one render did to it (a subchart dropped, values
+    imported) must not reach the next."""
+    chart = _parent_with_subchart(tmp_path)
+    for enabled in ("true", "false", "true", "false"):
+        argv = ["template", "r", str(chart), "--set", f"sub.enabled={enabled}"]
+        reply = server.template(argv)
+        assert reply is not None and reply.status == 0, reply and reply.stderr
+        assert ("name: sub" in reply.stdout) == (enabled == "true"), f"sub.enabled={enabled}"
+        assert difference(reply, server.helm.run(argv, check=False)) is None, f"sub.enabled={enabled}"
+
+
+def test_an_edited_schema_judges_the_next_render(server, tmp_path):
+    """Schemas are compiled once and kept: an edited schema (here, the subchart's) must judge the next render,
+    and values it refuses get helm's own error."""
+    chart = _parent_with_subchart(tmp_path)
+    argv = ["template", "r", str(chart), "--set", "sub.exported=text"]
+    assert server.template(argv).status != 0  # the subchart's schema wants an object
+    schema = chart / "charts" / "sub" / "values.schema.json"
+    schema.write_text(schema.read_text().replace('"object"}}', '"string"}}'))
+    accepted = server.template(argv)
+    assert accepted is not None and accepted.status == 0, accepted and accepted.stderr
+    refused = server.template(["template", "r", str(chart)])
+    assert refused is not None and refused.status != 0
+    for args in (argv, ["template", "r", str(chart)]):
+        assert difference(server.template(args), server.helm.run(args, check=False)) is None, args
+
+
 def test_difference_names_what_differs(server):
     argv = ["template", "r", str(EXAMPLE)]
     reply = server.template(argv)
