@@ -793,7 +793,7 @@ naming the value path and the fix:
 {{- $gpus := int (include "dl-common.resources.gpu" (dict "settings" $ws) | fromJson).devices -}}
 {{- $gpuPath := include "dl-common.values.path" (dict "role" "worker" "key" "gpu.count" "context" $ctx) -}}
 {{- if and (not (kindIs "invalid" $mpi.slots)) (gt $gpus 0) -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (ne (int $mpi.slots) $gpus) "message" (printf "mpi.slots is %v but each worker requests %d %s (%s); MPI runs one rank per GPU, so the hostfile's slots are the GPU count. Leave mpi.slots null (it then follows the GPU count) or make the two equal." $mpi.slots $gpus ($ws.gpu.resource | default "nvidia.com/gpu") $gpuPath)) | fromJsonArray -}}
+{{- if (ne (int $mpi.slots) $gpus) -}}{{- $errors = append $errors (printf "mpi.slots is %v but each worker requests %d %s (%s); MPI runs one rank per GPU, so the hostfile's slots are the GPU count. Leave mpi.slots null (it then follows the GPU count) or make the two equal." $mpi.slots $gpus ($ws.gpu.resource | default "nvidia.com/gpu") $gpuPath) -}}{{- end -}}
 {{- end -}}
 {{- $uids := dict -}}
 {{- range $role := list "launcher" "worker" -}}
@@ -801,10 +801,10 @@ naming the value path and the fix:
 {{- $uid := include "dl-common.mpi.runAsUser" (dict "settings" $s) -}}
 {{- $_ := set $uids $role $uid -}}
 {{- $uidPath := include "dl-common.values.path" (dict "role" $role "key" "securityContext.runAsUser" "context" $ctx) -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (eq $uid "") "message" (printf "%s: the %s pods need a numeric runAsUser (securityContext or podSecurityContext): ssh and sshd log in as that user. Use e.g. 1000 (non-root; the chart adds the passwd entry) or 0 for images that only work as root." $uidPath $role)) | fromJsonArray -}}
+{{- if (eq $uid "") -}}{{- $errors = append $errors (printf "%s: the %s pods need a numeric runAsUser (securityContext or podSecurityContext): ssh and sshd log in as that user. Use e.g. 1000 (non-root; the chart adds the passwd entry) or 0 for images that only work as root." $uidPath $role) -}}{{- end -}}
 {{- if and (ne $uid "") (ne $uid "0") -}}
 {{- $fsGroup := ($s.podSecurityContext | default dict).fsGroup -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (kindIs "invalid" $fsGroup) "message" (printf "%s is not set but the %s pods run as uid %s: the SSH key Secret is readable by a non-root uid only through the fsGroup. Set %s (e.g. to the runAsGroup)." (include "dl-common.values.path" (dict "role" $role "key" "podSecurityContext.fsGroup" "context" $ctx)) $role $uid (include "dl-common.values.path" (dict "role" $role "key" "podSecurityContext.fsGroup" "context" $ctx)))) | fromJsonArray -}}
+{{- if (kindIs "invalid" $fsGroup) -}}{{- $errors = append $errors (printf "%s is not set but the %s pods run as uid %s: the SSH key Secret is readable by a non-root uid only through the fsGroup. Set %s (e.g. to the runAsGroup)." (include "dl-common.values.path" (dict "role" $role "key" "podSecurityContext.fsGroup" "context" $ctx)) $role $uid (include "dl-common.values.path" (dict "role" $role "key" "podSecurityContext.fsGroup" "context" $ctx))) -}}{{- end -}}
 {{- end -}}
 {{- $runsSshd := or (eq $role "worker") (gt (int (include "dl-common.mpi.launcherRanks" (dict "settings" $s))) 0) -}}
 {{- if and $runsSshd (eq $uid "0") -}}
@@ -813,13 +813,13 @@ naming the value path and the fix:
 {{- range $cap := list "SYS_CHROOT" "SETUID" "SETGID" -}}
 {{- if not (has $cap $added) -}}{{- $missing = append $missing $cap -}}{{- end -}}
 {{- end -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (gt (len $missing) 0) "message" (printf "%s lacks %s: the %s pods run sshd as root (runAsUser 0), whose privilege separation needs SYS_CHROOT, SETUID and SETGID. Add them, or run as a non-root uid (e.g. 1000)." (include "dl-common.values.path" (dict "role" $role "key" "securityContext.capabilities.add" "context" $ctx)) (join ", " $missing) $role)) | fromJsonArray -}}
+{{- if (gt (len $missing) 0) -}}{{- $errors = append $errors (printf "%s lacks %s: the %s pods run sshd as root (runAsUser 0), whose privilege separation needs SYS_CHROOT, SETUID and SETGID. Add them, or run as a non-root uid (e.g. 1000)." (include "dl-common.values.path" (dict "role" $role "key" "securityContext.capabilities.add" "context" $ctx)) (join ", " $missing) $role) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- if and (ne $uids.launcher "") (ne $uids.worker "") -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (ne (eq $uids.launcher "0") (eq $uids.worker "0")) "message" (printf "the launcher runs as uid %s but the workers as uid %s: ssh logs in to the workers as the launcher's user, so both must be root or both non-root. Set the same runAsUser for roles.launcher and roles.worker (or only in defaults)." $uids.launcher $uids.worker)) | fromJsonArray -}}
+{{- if (ne (eq $uids.launcher "0") (eq $uids.worker "0")) -}}{{- $errors = append $errors (printf "the launcher runs as uid %s but the workers as uid %s: ssh logs in to the workers as the launcher's user, so both must be root or both non-root. Set the same runAsUser for roles.launcher and roles.worker (or only in defaults)." $uids.launcher $uids.worker) -}}{{- end -}}
 {{- end -}}
 {{- $home := toString $mpi.user.home -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (or (not (hasPrefix "/" $home)) (eq (trimSuffix "/" $home) "")) "message" (printf "mpi.user.home is %q; it must be an absolute directory other than / (the emptyDir mounted there holds ~/.ssh), e.g. /home/mpi." $home)) | fromJsonArray -}}
+{{- if (or (not (hasPrefix "/" $home)) (eq (trimSuffix "/" $home) "")) -}}{{- $errors = append $errors (printf "mpi.user.home is %q; it must be an absolute directory other than / (the emptyDir mounted there holds ~/.ssh), e.g. /home/mpi." $home) -}}{{- end -}}
 {{- toJson $errors -}}
 {{- end -}}

@@ -162,7 +162,7 @@ and the fix:
 {{- $errors = append $errors (printf "script is %s (%s), not the text of a program; pass the file with %s (--set script=... reads true, false, numbers and lists as other types), or leave script empty to run the chart's benchmark." (get $kinds (kindOf $script) | default (kindOf $script)) (toJson $script | trunc 60) $howTo) -}}
 {{- else if include "dl-common.script.set" . -}}
 {{- $max := 921600 -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (gt (len $script) $max) "message" (printf "script is %d bytes (%d KiB); it is stored in a ConfigMap, which holds at most 1 MiB with the chart's own files, so script may be at most 900 KiB. Put a larger program in your image or on a volume (defaults.volumes / defaults.volumeMounts), run it with %s, and leave script empty." (len $script) (div (len $script) 1024) $program)) | fromJsonArray -}}
+{{- if (gt (len $script) $max) -}}{{- $errors = append $errors (printf "script is %d bytes (%d KiB); it is stored in a ConfigMap, which holds at most 1 MiB with the chart's own files, so script may be at most 900 KiB. Put a larger program in your image or on a volume (defaults.volumes / defaults.volumeMounts), run it with %s, and leave script empty." (len $script) (div (len $script) 1024) $program) -}}{{- end -}}
 {{- range $role := .roles -}}
 {{- $s := include "dl-common.values.role" (dict "role" $role "context" $ctx) | fromJson -}}
 {{- if $s.command -}}
@@ -177,7 +177,7 @@ and the fix:
 {{- end -}}
 {{- if .mpi -}}
 {{- $launcherArgs := (($ctx.Values.roles | default dict).launcher | default dict).args -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and $launcherArgs $ctx.Values.defaults.args) "message" (printf "script and defaults.args are set, and defaults.args are the script's arguments in the launch line, but roles.launcher.args replaces that whole line, so they would be ignored. Put the arguments after %s in roles.launcher.args, or drop roles.launcher.args." (include "dl-common.script.path" .))) | fromJsonArray -}}
+{{- if (and $launcherArgs $ctx.Values.defaults.args) -}}{{- $errors = append $errors (printf "script and defaults.args are set, and defaults.args are the script's arguments in the launch line, but roles.launcher.args replaces that whole line, so they would be ignored. Put the arguments after %s in roles.launcher.args, or drop roles.launcher.args." (include "dl-common.script.path" .)) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- toJson $errors -}}

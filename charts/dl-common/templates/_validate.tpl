@@ -4,6 +4,9 @@ broken cross-field rule in templates/validation.yaml, then call dl-common.valida
 sees all problems in one run.
   {{- $errors := list -}}
   {{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (lt (int .Values.worker.replicas) 1) "message" "worker.replicas: must be >= 1; set --set worker=N") | fromJsonArray -}}
+The charts of this repository append in place instead, which renders faster (no JSON round trip, and the
+message is only built when the rule is broken):
+  {{- if lt (int .Values.worker.replicas) 1 -}}{{- $errors = append $errors "worker.replicas: must be >= 1; set --set worker=N" -}}{{- end -}}
 */}}
 {{- define "dl-common.validate.collect" -}}
 {{- $errors := .errors -}}
@@ -35,7 +38,9 @@ dl-common.validate.releaseName: the error for a release name too long for the lo
 {{- if .context.Values.fullnameOverride -}}
 {{- $message = printf "fullnameOverride %q is %d characters; names derived from it (e.g. %s%s) must stay within 63. Set fullnameOverride to at most %d characters." $name (len $name) $name .longestSuffix $max -}}
 {{- end -}}
-{{- include "dl-common.validate.collect" (dict "errors" .errors "when" (gt (len $name) $max) "message" $message) -}}
+{{- $errors := .errors -}}
+{{- if gt (len $name) $max -}}{{- $errors = append $errors $message -}}{{- end -}}
+{{- toJson $errors -}}
 {{- end -}}
 
 {{/*
@@ -52,7 +57,7 @@ within 63 characters (checked with dl-common.validate.releaseName).
 {{- if .context.Values.fullnameOverride -}}
 {{- $message = printf "fullnameOverride is %q, which is not a DNS-1035 label: use lowercase letters, digits and '-', starting with a letter, no dots (e.g. %q); it names the headless Service every pod uses as subdomain." $name (include "dl-common.validate.dnsLabel" (dict "name" $name)) -}}
 {{- end -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name)) "message" $message) | fromJsonArray -}}
+{{- if (not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name)) -}}{{- $errors = append $errors $message -}}{{- end -}}
 {{- $longest := "" -}}
 {{- range $role, $count := .roles -}}
 {{- if gt (int $count) 0 -}}
@@ -145,14 +150,14 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- end -}}
 {{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" $s.image "paths" $paths) | fromJsonArray -}}
 {{- $gpu := $s.gpu | default dict -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (kindIs "invalid" $gpu.count) "message" (printf "%s is not set (null removes the chart's default from defaults); set the GPUs per pod, e.g. --set %s=1 (0 = no GPU)." (include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx)))) | fromJsonArray -}}
+{{- if (kindIs "invalid" $gpu.count) -}}{{- $errors = append $errors (printf "%s is not set (null removes the chart's default from defaults); set the GPUs per pod, e.g. --set %s=1 (0 = no GPU)." (include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx))) -}}{{- end -}}
 {{- $count := $gpu.count | default 0 | float64 -}}
 {{- $resName := $gpu.resource | default "nvidia.com/gpu" -}}
 {{- $countPath := include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx) -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (ne $count (float64 (int64 $count))) "message" (printf "%s is %v, not a whole number. %s is counted in whole devices (Kubernetes extended resources take whole numbers). Use a whole count; to give a pod part of a GPU, set %s to a sharing resource the cluster offers, such as nvidia.com/gpu.shared (time-slicing/MPS) or HAMi's nvidia.com/gpumem, with a whole count." $countPath $gpu.count $resName (include "dl-common.values.path" (dict "role" $role "key" "gpu.resource" "context" $ctx)))) | fromJsonArray -}}
+{{- if (ne $count (float64 (int64 $count))) -}}{{- $errors = append $errors (printf "%s is %v, not a whole number. %s is counted in whole devices (Kubernetes extended resources take whole numbers). Use a whole count; to give a pod part of a GPU, set %s to a sharing resource the cluster offers, such as nvidia.com/gpu.shared (time-slicing/MPS) or HAMi's nvidia.com/gpumem, with a whole count." $countPath $gpu.count $resName (include "dl-common.values.path" (dict "role" $role "key" "gpu.resource" "context" $ctx))) -}}{{- end -}}
 {{- range $kind := list "requests" "limits" -}}
 {{- $block := index ($s.resources | default dict) $kind | default dict -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (hasKey $block $resName) "message" (printf "%s sets %s; GPUs are requested with gpu.count and gpu.resource only (rendered into limits). Remove it from resources and set %s." (include "dl-common.values.path" (dict "role" $role "key" (printf "resources.%s" $kind) "context" $ctx)) $resName $countPath)) | fromJsonArray -}}
+{{- if (hasKey $block $resName) -}}{{- $errors = append $errors (printf "%s sets %s; GPUs are requested with gpu.count and gpu.resource only (rendered into limits). Remove it from resources and set %s." (include "dl-common.values.path" (dict "role" $role "key" (printf "resources.%s" $kind) "context" $ctx)) $resName $countPath) -}}{{- end -}}
 {{- end -}}
 {{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" $s.resources "role" $role "context" $ctx) | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" $role "settings" $s "context" $ctx) | fromJsonArray -}}
@@ -178,10 +183,10 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $gang := $ctx.Values.gang | default dict -}}
 {{- if and (ne ($gang.scheduler | default "none") "none") $s.schedulerName -}}
 {{- $want := include "dl-common.queue.schedulerName" (dict "settings" $s "context" $ctx) -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (ne $s.schedulerName $want) "message" (printf "%s is %q but gang.scheduler=%s schedules the pods with %q; remove the role's schedulerName or set gang.schedulerName." (include "dl-common.values.path" (dict "role" $role "key" "schedulerName" "context" $ctx)) $s.schedulerName $gang.scheduler $want)) | fromJsonArray -}}
+{{- if (ne $s.schedulerName $want) -}}{{- $errors = append $errors (printf "%s is %q but gang.scheduler=%s schedules the pods with %q; remove the role's schedulerName or set gang.schedulerName." (include "dl-common.values.path" (dict "role" $role "key" "schedulerName" "context" $ctx)) $s.schedulerName $gang.scheduler $want) -}}{{- end -}}
 {{- end -}}
 {{- $job := $s.job | default dict -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and (not (kindIs "invalid" $job.maxFailedIndexes)) (kindIs "invalid" $job.backoffLimitPerIndex)) "message" (printf "%s is set but backoffLimitPerIndex is null; Kubernetes accepts maxFailedIndexes only with backoffLimitPerIndex. Set %s or remove maxFailedIndexes." (include "dl-common.values.path" (dict "role" $role "key" "job.maxFailedIndexes" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "job.backoffLimitPerIndex" "context" $ctx)))) | fromJsonArray -}}
+{{- if (and (not (kindIs "invalid" $job.maxFailedIndexes)) (kindIs "invalid" $job.backoffLimitPerIndex)) -}}{{- $errors = append $errors (printf "%s is set but backoffLimitPerIndex is null; Kubernetes accepts maxFailedIndexes only with backoffLimitPerIndex. Set %s or remove maxFailedIndexes." (include "dl-common.values.path" (dict "role" $role "key" "job.maxFailedIndexes" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "job.backoffLimitPerIndex" "context" $ctx))) -}}{{- end -}}
 {{- toJson $errors -}}
 {{- end -}}
 
@@ -260,9 +265,9 @@ the roles' (through dl-common.validate.role) and peerWait.image (dl-common.valid
 {{- range $field := list "repository" "tag" -}}
 {{- $path := get $paths $field -}}
 {{- $v := toString (index $image $field | default "") -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and (eq (trim $v) "") (or (eq $field "repository") (eq $tagDefault ""))) "message" (printf "%s is empty; set the image %s, e.g. --set %s=<%s>." $path $field $path $field)) | fromJsonArray -}}
+{{- if (and (eq (trim $v) "") (or (eq $field "repository") (eq $tagDefault ""))) -}}{{- $errors = append $errors (printf "%s is empty; set the image %s, e.g. --set %s=<%s>." $path $field $path $field) -}}{{- end -}}
 {{- end -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (eq (toString ($image.tag | default "")) "latest") "message" (printf "%s is \"latest\"; pin a published version tag so every pod runs the same image." $paths.tag)) | fromJsonArray -}}
+{{- if (eq (toString ($image.tag | default "")) "latest") -}}{{- $errors = append $errors (printf "%s is \"latest\"; pin a published version tag so every pod runs the same image." $paths.tag) -}}{{- end -}}
 {{- $repo := toString ($image.repository | default "") -}}
 {{- $name := regexReplaceAll "^.*/" $repo "" -}}
 {{- if contains "@" $repo -}}
@@ -304,7 +309,7 @@ OOM-killed before the volume fills (a memory limit that is not a quantity: dl-co
 {{- if and $limit.valid $shm.enabled (not (kindIs "invalid" $shm.sizeLimit)) -}}
 {{- $size := include "dl-common.quantity.parse" (dict "value" $shm.sizeLimit) | fromJson -}}
 {{- $shmPath := include "dl-common.values.path" (dict "role" $role "key" "shm.sizeLimit" "context" $ctx) -}}
-{{- $errors = include "dl-common.validate.collect" (dict "errors" $errors "when" (and $size.valid (gt $size.number $limit.number)) "message" (printf "%s is %v but %s is %v: /dev/shm is memory-backed and counts against the memory limit, so the pod would be OOM-killed before /dev/shm fills. Raise %s or lower %s." $shmPath $shm.sizeLimit $memoryPath $memory $memoryPath $shmPath)) | fromJsonArray -}}
+{{- if (and $size.valid (gt $size.number $limit.number)) -}}{{- $errors = append $errors (printf "%s is %v but %s is %v: /dev/shm is memory-backed and counts against the memory limit, so the pod would be OOM-killed before /dev/shm fills. Raise %s or lower %s." $shmPath $shm.sizeLimit $memoryPath $memory $memoryPath $shmPath) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- toJson $errors -}}

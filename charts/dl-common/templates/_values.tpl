@@ -3,12 +3,14 @@ dl-common.values.merge: deep-merges "override" over "base" and returns the resul
 Maps merge key by key; any other value in "override" (lists, strings, numbers, false, 0, "") replaces
 the base value; a null in "override" keeps the base value (null = inherit). A null in "base" is left out,
 so the result holds no null at any depth (null = not set; with an empty base this cleans a map).
+"clean": true says the base holds no null already (an earlier merge's result), which spares walking it.
   {{- $merged := include "dl-common.values.merge" (dict "base" .Values.defaults "override" .Values.roles.ps) | fromJson -}}
 */}}
 {{- define "dl-common.values.merge" -}}
 {{- $out := dict -}}
+{{- $clean := .clean -}}
 {{- range $key, $value := (.base | default dict) -}}
-{{- if kindIs "map" $value -}}
+{{- if and (kindIs "map" $value) (not $clean) -}}
 {{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" $value) | fromJson) -}}
 {{- else if not (kindIs "invalid" $value) -}}
 {{- $_ := set $out $key $value -}}
@@ -17,7 +19,7 @@ so the result holds no null at any depth (null = not set; with an empty base thi
 {{- range $key, $value := (.override | default dict) -}}
 {{- $current := index $out $key -}}
 {{- if kindIs "map" $value -}}
-{{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" (ternary $current dict (kindIs "map" $current)) "override" $value) | fromJson) -}}
+{{- $_ := set $out $key (include "dl-common.values.merge" (dict "base" (ternary $current dict (kindIs "map" $current)) "override" $value "clean" true) | fromJson) -}}
 {{- else if not (kindIs "invalid" $value) -}}
 {{- $_ := set $out $key $value -}}
 {{- end -}}
@@ -37,7 +39,16 @@ float64 (fromJson); use `int` where an integer is rendered.
 {{- if kindIs "map" $values.roles -}}
 {{- $override = index $values.roles .role | default dict -}}
 {{- end -}}
-{{- include "dl-common.values.merge" (dict "base" ($values.defaults | default dict) "override" $override) -}}
+{{- $defaults := include "dl-common.values.memo" (dict "name" "dl-common.values.defaults" "context" .context) | fromJson -}}
+{{- include "dl-common.values.merge" (dict "base" $defaults "override" $override "clean" true) -}}
+{{- end -}}
+
+{{/*
+dl-common.values.defaults: `.Values.defaults` without its nulls (see dl-common.values.merge), as JSON; the
+base of every role's settings, computed once per render through dl-common.values.memo.
+*/}}
+{{- define "dl-common.values.defaults" -}}
+{{- include "dl-common.values.merge" (dict "base" (.Values.defaults | default dict)) -}}
 {{- end -}}
 
 {{/*
@@ -76,17 +87,25 @@ helpers that read only the root context (.Values, .Release, .Chart, .Capabilitie
 several templates call: a chart's validation (included at the top of every template, so that a values error
 is what the user sees whatever order Helm renders templates in) and its merged role settings. During a
 render the templates of a chart share one root context (Helm 3 and 4), which holds the memo; if a Helm gave
-each template its own copy, the helper would only run again.
+each template its own copy, the helper would only run again. With "role", the output of
+`include "<name>" (dict "role" <role> "context" <root context>)`, once per render and role.
   {{- include "dl-common.values.memo" (dict "name" "horovod-mpi.validate" "context" .) -}}
   {{- $jobs := include "dl-common.values.memo" (dict "name" "horovod-mpi.jobs" "context" .) | fromJson -}}
+  {{- $job := include "dl-common.values.memo" (dict "name" "tensorflow-dist.job" "role" "ps" "context" .) | fromJson -}}
 */}}
 {{- define "dl-common.values.memo" -}}
 {{- if not (hasKey .context "dlChartsMemo") -}}
 {{- $_ := set .context "dlChartsMemo" dict -}}
 {{- end -}}
 {{- $memo := get .context "dlChartsMemo" -}}
-{{- if not (hasKey $memo .name) -}}
-{{- $_ := set $memo .name (include .name .context) -}}
+{{- $key := .name -}}
+{{- $data := .context -}}
+{{- if hasKey . "role" -}}
+{{- $key = printf "%s role=%s" .name .role -}}
+{{- $data = dict "role" .role "context" .context -}}
 {{- end -}}
-{{- get $memo .name -}}
+{{- if not (hasKey $memo $key) -}}
+{{- $_ := set $memo $key (include .name $data) -}}
+{{- end -}}
+{{- get $memo $key -}}
 {{- end -}}

@@ -36,7 +36,7 @@ mxnet-dist.job: the arguments of dl-common.job.indexed for one role, as JSON (sh
 template and validation.yaml). Scheduler and servers run under the watchdog, watching the workers. Every
 role runs python with the benchmark and its flags, or with the user's `script` (dl-common.script.program):
 MXNet's ps-lite makes a process the scheduler, a server or a worker from DMLC_ROLE.
-  {{- $job := include "mxnet-dist.job" (dict "role" "server" "context" $) | fromJson -}}
+  {{- $job := include "dl-common.values.memo" (dict "name" "mxnet-dist.job" "role" "server" "context" $) | fromJson -}}
 */}}
 {{- define "mxnet-dist.job" -}}
 {{- $ctx := .context -}}

@@ -68,7 +68,7 @@ plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML l
 pytorch-dist.job: everything dl-common.job.indexed needs for the worker role, as a dict (shared by the
 Job template and validation, so both see the same env). The program is torchrun with the benchmark and its
 flags, or with the user's `script` (dl-common.script.program); torchrun reads its options from PET_*.
-  {{- $job := include "pytorch-dist.job" . | fromJson -}}
+  {{- $job := include "dl-common.values.memo" (dict "name" "pytorch-dist.job" "context" .) | fromJson -}}
 */}}
 {{- define "pytorch-dist.job" -}}
 {{- $s := include "dl-common.values.role" (dict "role" "worker" "context" .) | fromJson -}}

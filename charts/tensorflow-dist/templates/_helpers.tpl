@@ -124,7 +124,7 @@ appended at container start by tensorflow-dist.entrypoint. JSON list.
 tensorflow-dist.job: the arguments of dl-common.job.indexed for one role, as JSON (shared by the role's
 Job template and validation.yaml). The program is `python` with the benchmark and its flags, or with the
 user's `script` (dl-common.script.program); the legacy flags follow either.
-  {{- $job := include "tensorflow-dist.job" (dict "role" "ps" "context" $) | fromJson -}}
+  {{- $job := include "dl-common.values.memo" (dict "name" "tensorflow-dist.job" "role" "ps" "context" $) | fromJson -}}
 */}}
 {{- define "tensorflow-dist.job" -}}
 {{- $ctx := .context -}}
