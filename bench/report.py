@@ -293,15 +293,18 @@ def scale_section(s: dict[str, Any] | None, targets: list[tuple[str, str, str]])
     rows = s["rows"]
     out += [
         f"Each training chart with its default values and `--set worker=N`, Kubernetes {common.KUBE_VERSION}, "
-        f"helm {s['helm']}; render time is one cold `helm template` process, median of {s['repeat']}. "
+        f"helm {s['helm']}; render time is one cold `helm template` process (*binary*) and one render by the "
+        f"in-process renderer with the objects decoded (*server*), median of {s['repeat']} each. *Largest object*: "
+        "the biggest rendered object as compact JSON, which must stay under the API server's 1.5 MiB. "
         "*Rendered*: what helm creates (the `helm test` hook pod apart). *Pods*, *Endpoints*, *EndpointSlices*: "
         "what the controllers then create, computed from the render. *Per-replica designs*: the same job "
         "(same roles, same replica counts) under the Kubeflow operator that runs it (TFJob / PyTorchJob / MXJob "
         "for the first three charts, MPIJob v2 for the MPI charts) and under the inovex pattern; sources below.",
         "",
         "| chart | workers | rendered objects (by kind) | pods | Endpoints + slices | **total** | rendered KiB "
-        "| render ms | Kubeflow: total (Services) | inovex: total (Services) | load 1m |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| render ms: binary / server | largest object KiB | Kubeflow: total (Services) | inovex: total (Services) "
+        "| load 1m |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         o = r["ours"]
@@ -310,11 +313,12 @@ def scale_section(s: dict[str, Any] | None, targets: list[tuple[str, str, str]])
         out.append(
             f"| {r['chart']} | {r['workers']:,} | {o['rendered']} ({kinds}) | {o['pods']:,} | "
             f"{o['endpoints']} + {o['endpointslices']} | **{o['total']:,}** | {r['bytes'] / 1024:.1f} | "
-            f"{common.median(r['render_samples']) * 1e3:.0f} | {r['operator']}: {kf['total']:,} ({kf['services']:,}) | "
+            f"{common.median(r['render_samples']) * 1e3:.0f} / {_server_ms(r)} | {_largest(r)} | "
+            f"{r['operator']}: {kf['total']:,} ({kf['services']:,}) | "
             f"{ino['total']:,} ({ino['services']:,}) | {r['load_1m']:.2f} |"
         )
     # targets: render time ratio and constant non-pod objects, per chart
-    ratios, constant, worst = [], True, []
+    ratios, server_ratios, constant, worst = [], [], True, []
     charts = sorted({r["chart"] for r in rows}, key=list(common.TRAINING_CHARTS).index)
     lo, hi = min(s["workers"]), max(s["workers"])
     for chart in charts:
@@ -323,14 +327,18 @@ def scale_section(s: dict[str, Any] | None, targets: list[tuple[str, str, str]])
         if lo in by_w and hi in by_w:
             ratio = common.median(by_w[hi]["render_samples"]) / common.median(by_w[lo]["render_samples"])
             ratios.append((chart, ratio))
+            if by_w[hi].get("server_samples") and by_w[lo].get("server_samples"):
+                server = common.median(by_w[hi]["server_samples"]) / common.median(by_w[lo]["server_samples"])
+                server_ratios.append((chart, server))
         kinds = {tuple(sorted(r["ours"]["kinds"].items())) for r in mine}
         if len(kinds) != 1:
             constant = False
             worst.append(chart)
     out += [
         "",
-        f"Render time at worker={hi:,} over worker={lo}: "
+        f"Render time at worker={hi:,} over worker={lo}, binary: "
         + ", ".join(f"{c} {x:.1f}x" for c, x in ratios)
+        + (f"; in-process: {', '.join(f'{c} {x:.1f}x' for c, x in server_ratios)}" if server_ratios else "")
         + ". Non-pod objects by kind "
         + ("are the same at every worker count for every chart." if constant else f"change with N for: {worst}."),
         "",
@@ -367,6 +375,14 @@ def scale_section(s: dict[str, Any] | None, targets: list[tuple[str, str, str]])
         )
     )
     return out
+
+
+def _server_ms(row: dict[str, Any]) -> str:
+    return f"{common.median(row['server_samples']) * 1e3:.0f}" if row.get("server_samples") else "–"
+
+
+def _largest(row: dict[str, Any]) -> str:
+    return f"{row['largest']['bytes'] / 1024:.1f}" if row.get("largest") else "–"
 
 
 def scale_plot(s: dict[str, Any] | None) -> None:

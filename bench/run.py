@@ -6,7 +6,8 @@ build/bench/<part>.json; report.py turns those into bench/results.md. Parts:
 
   validation       ours vs kubeconform on >= 10,000 rendered objects (bench/validation.py)
   render_validate  render (cold / memory cache / disk cache) + validate per scenario (bench/render_validate.py)
-  scale            objects, bytes and render time for 1..1000 workers vs per-replica designs (bench/scale.py)
+  scale            objects, bytes, largest object, render time (binary, in-process) for 1..10000 workers vs
+                   per-replica designs (bench/scale.py)
   scheduling       helm install -> every pod bound on the embedded cluster (bench/scheduling.py)
   scheduling_qps   the same for 1000 workers at the controller-manager's and scheduler's default API rate limit (20/s)
   suite_times      wall time of each test tier (bench/suite_times.py)

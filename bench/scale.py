@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Part 3: what one job creates as the worker count grows, ours beside one-Service-per-replica designs.
 
-For each training chart (default values) and worker count 1, 8, 64, 512, 1000: a cold ``helm template``
-(pinned helm, one process per render, median of --repeat), the rendered objects by kind and bytes, and what
+For each training chart (default values) and worker count 1, 8, 64, 512, 1000, 10000: a cold ``helm template``
+(pinned helm, one process per render, median of --repeat) and the same render by the in-process renderer
+(dlcharts.render_server, its objects decoded as the harness uses them), the rendered objects by kind and bytes,
+the largest object's bytes (a Kubernetes object must stay under 1.5 MiB, etcd's request limit), and what
 the cluster's controllers add at run time, computed from the render: pods (each Indexed Job's completions),
 and per Service with a selector one Endpoints object and ceil(endpoints / 100) EndpointSlices (the
 EndpointSlice controller's default of at most 100 endpoints per slice; a selector Service always has at
@@ -17,13 +19,14 @@ computed from their source (cited in bench/results.md):
 - the 2017/2018 inovex examples: per replica one workload object (Job), one ClusterIP Service and the pod
   (plus Endpoints and EndpointSlice), no custom resource.
 
-Usage: .venv/bin/python bench/scale.py [--repeat 3] [--workers 1,8,64,512,1000]
+Usage: .venv/bin/python bench/scale.py [--repeat 3] [--workers 1,8,64,512,1000,10000]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import math
 import sys
 import time
@@ -109,12 +112,16 @@ def inovex(roles: dict[str, int]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--workers", default="1,8,64,512,1000")
+    parser.add_argument("--workers", default="1,8,64,512,1000,10000")
     args = parser.parse_args(argv)
+    from dlcharts import render_server
     from dlcharts.helm import find_helm
     from dlcharts.render import Renderer, RenderRequest, parse_manifest
 
     helm = find_helm()
+    server = render_server.server_for(helm)
+    if server is None:
+        raise SystemExit("scale: the in-process renderer is unavailable (see the notice above); run `make tools`")
     counts = [int(w) for w in args.workers.split(",")]
     rows = []
     started = time.perf_counter()
@@ -126,6 +133,15 @@ def main(argv: list[str] | None = None) -> int:
             load = common.load()["1m"]
             samples, proc = common.timed(lambda: helm.run(request.helm_args()), args.repeat)  # noqa: B023
             objects = list(parse_manifest(proc.stdout).values())
+
+            def by_server() -> None:
+                reply = server.template(request.helm_args())  # noqa: B023
+                assert reply is not None and reply.status == 0, reply and reply.stderr
+                parse_manifest(reply.stdout, request.namespace, reply.objects, reply.fallback)  # noqa: B023
+
+            server_samples, _ = common.timed(by_server, args.repeat)
+            sizes = {o.ref(): len(json.dumps(o.body, separators=(",", ":")).encode()) for o in objects}  # as the API
+            largest = max(sizes, key=lambda ref: sizes[ref])  # server stores it: compact JSON
             ours = analyse(objects)
             mpi = chart_name in ("horovod-mpi", "cntk-dist")
             rows.append(
@@ -133,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                     "chart": chart_name,
                     "workers": workers,
                     "render_samples": samples,
+                    "server_samples": server_samples,
+                    "largest": {"object": largest, "bytes": sizes[largest]},
                     "load_1m": load,
                     "bytes": len(proc.stdout.encode()),
                     "ours": ours,
@@ -143,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(
                 f"scale: {chart_name} worker={workers}: {ours['rendered']} rendered objects, {ours['pods']} pods, "
-                f"{len(proc.stdout) / 1024:.1f} KiB, {common.median(samples) * 1e3:.0f} ms",
+                f"{len(proc.stdout) / 1024:.1f} KiB, binary {common.median(samples) * 1e3:.0f} ms, "
+                f"server {common.median(server_samples) * 1e3:.0f} ms, largest {largest} "
+                f"{sizes[largest] / 1024:.0f} KiB",
                 flush=True,
             )
     common.save("scale", {"rows": rows, "workers": counts, "repeat": args.repeat,

@@ -2,10 +2,12 @@
 
 A helm process costs its start-up on every render; the server (ci/helm-render, Go, one per helm major, linked to
 the exact helm version toolchain.py pins) starts once per Python process (once per pytest-xdist worker) and then
-renders each request with that helm's own code, loading the chart from disk each time, so an edited chart is seen
-by the next render. It prints what the binary prints, byte for byte, and fails with the binary's error text
-(``pytest --dlcharts-compare-renderers`` compares the two on every render of the test tiers); it also sends each
-rendered object decoded, as PyYAML would decode it, so the harness does not parse the YAML again.
+renders each request with that helm's own code. It keeps each chart as loaded while the stamps of its files (size,
+modification and change times, inode: what chart_digest trusts) stay the same, so an edited chart is seen by the
+next render, and compiles each values schema once (values a schema refuses are rendered again with helm's own
+validation, for helm's error text). It prints what the binary prints, byte for byte, and fails with the binary's
+error text (``pytest --dlcharts-compare-renderers`` compares the two on every render of the test tiers); it also
+sends each rendered object decoded, as PyYAML would decode it, so the harness does not parse the YAML again.
 
 ``ci/build-control-plane.sh helm4-render helm3-render`` builds the servers into the tools folder, beside the pinned
 helm binaries (`make tools`, `dlcharts tools` and the pytest plugin at session start do it). Where a server is not
