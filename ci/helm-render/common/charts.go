@@ -24,6 +24,9 @@ type Chart[C any] interface {
 	SetDependencies(charts ...*C)
 }
 
+// keptCharts bounds what a long-lived server holds: past it, the kept charts are let go and loaded again as used.
+const keptCharts = 64
+
 // Charts caches the charts of one helm major.
 type Charts[C any, P Chart[C]] struct {
 	mu      sync.Mutex
@@ -55,8 +58,8 @@ func (c *Charts[C, P]) Load(path string, stderr io.Writer, load func(logs io.Wri
 		}
 		entry = loaded[C]{stamp, chart, logs.String()}
 		c.mu.Lock()
-		if c.entries == nil {
-			c.entries = map[string]loaded[C]{}
+		if c.entries == nil || len(c.entries) >= keptCharts {
+			c.entries = map[string]loaded[C]{} // a session that renders many charts (copies in temporary folders, say)
 		}
 		c.entries[path] = entry
 		c.mu.Unlock()
