@@ -24,8 +24,17 @@ type Chart[C any] interface {
 	SetDependencies(charts ...*C)
 }
 
-// keptCharts bounds what a long-lived server holds: past it, the kept charts are let go and loaded again as used.
-const keptCharts = 64
+// keptEntries bounds each cache of a long-lived server (charts, compiled schemas): past it, what was kept is let go
+// and built again as used, so a session that renders many chart copies, or edits a schema often, does not grow it.
+const keptEntries = 64
+
+// keep puts value under key in *cache, emptying the cache first when it holds keptEntries already.
+func keep[K comparable, V any](cache *map[K]V, key K, value V) {
+	if *cache == nil || len(*cache) >= keptEntries {
+		*cache = map[K]V{}
+	}
+	(*cache)[key] = value
+}
 
 // Charts caches the charts of one helm major.
 type Charts[C any, P Chart[C]] struct {
@@ -58,10 +67,7 @@ func (c *Charts[C, P]) Load(path string, stderr io.Writer, load func(logs io.Wri
 		}
 		entry = loaded[C]{stamp, chart, logs.String()}
 		c.mu.Lock()
-		if c.entries == nil || len(c.entries) >= keptCharts {
-			c.entries = map[string]loaded[C]{} // a session that renders many charts (copies in temporary folders, say)
-		}
-		c.entries[path] = entry
+		keep(&c.entries, path, entry)
 		c.mu.Unlock()
 	} else {
 		io.WriteString(stderr, entry.logs)

@@ -88,10 +88,7 @@ func (s *Schemas) judge(schema []byte, values map[string]any) (verdict Verdict) 
 	if !ok {
 		entry.validate, entry.err = s.compileSafely(schema)
 		s.mu.Lock()
-		if s.compiled == nil {
-			s.compiled = map[string]compiled{}
-		}
-		s.compiled[string(schema)] = entry
+		keep(&s.compiled, string(schema), entry)
 		s.mu.Unlock()
 	}
 	if entry.err != nil {
