@@ -18,8 +18,8 @@
 #
 # Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it (the
 # render servers: the same under the tools folder, see target()). NAME@oldest lands at the oldest version's path.
-# A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt), so a
-# second run only hashes files. Versions are pinned in
+# A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt); a match
+# is remembered against the file's stamp (NAME.verified), so a second run only reads stamps. Versions are pinned in
 # src/dlcharts/cluster/versions.env (read by the Python side too).
 #
 # Sources, all through the Go module proxy (no release downloads, no VCS fallback):
@@ -144,16 +144,25 @@ target() {
 # The arguments with which a binary prints its version (running it proves an unrecorded cache entry is whole).
 version_args() { case ${1%@oldest} in coredns) echo -version ;; crane) echo version ;; helm-unittest) echo --help ;; *) echo --version ;; esac; }
 
+# stamp FILE: what a write to FILE changes (size, modification and change times in nanoseconds, inode).
+stamp() { stat -L -c '%s %.9Y %.9Z %i' "$1"; }
+
 # cached NAME: the cache holds NAME as it was built: its sha256 equals the one install_bin recorded beside it
 # (NAME.sha256). An entry without a record (cached before records existed) is adopted when it runs its version
 # command. A damaged entry (truncated, changed, not executable) is reported and removed, so it is rebuilt.
+# Hashing takes ~0.15 s a render server, and every pytest session and dlcharts command checks its servers, so a
+# match is remembered in NAME.verified (the file's stamp and the record) and hashed again once the file changes.
 cached() {
   local bin recorded
   bin=$(target "$1")
   [[ -e $bin ]] || return 1
   if [[ -f $bin.sha256 ]]; then
     recorded=$(<"$bin.sha256")
-    [[ -x $bin && $(sha256sum <"$bin") == "$recorded  -" ]] && return 0
+    [[ -x $bin && -f $bin.verified && $(<"$bin.verified") == "$(stamp "$bin") $recorded" ]] && return 0
+    if [[ -x $bin && $(sha256sum <"$bin") == "$recorded  -" ]]; then
+      echo "$(stamp "$bin") $recorded" >"$bin.verified.$$" && mv -f "$bin.verified.$$" "$bin.verified"
+      return 0
+    fi
     log "$1: $bin is damaged (its sha256 is not the one recorded when it was built); rebuilding it"
   elif [[ -x $bin ]] && timeout 60 "$bin" $(version_args "$1") >/dev/null 2>&1; then
     sha256sum <"$bin" | cut -d' ' -f1 >"$bin.sha256"
@@ -161,7 +170,7 @@ cached() {
   else
     log "$1: $bin does not run ($bin $(version_args "$1") failed) and has no recorded sha256; rebuilding it"
   fi
-  rm -f "$bin" "$bin.sha256"
+  rm -f "$bin" "$bin.sha256" "$bin.verified"
   return 1
 }
 

@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import tempfile
 import threading
@@ -450,7 +451,7 @@ def _vendored(chart: Path) -> str:
 def local_dependencies(chart: Path) -> list[Path]:
     """Chart directories named by ``file://`` dependencies in Chart.yaml."""
     path = chart / "Chart.yaml"
-    stamp = _stamp(path)
+    stamp = file_stamp(path)
     known = _DEPENDENCIES.get(path)
     if known is not None and known[0] == stamp:
         return list(known[1])
@@ -477,15 +478,16 @@ def chart_digest(chart: Path) -> str:
     it: a change to a vendored or OCI dependency changes the render, so it must change the cache key."""
     files = list(_chart_files(chart))
     stamp = (
-        tuple((rel, _stamp(path)) for rel, path in files),
+        tuple((rel, stamp) for rel, _, stamp in files),
         tuple(chart_digest(d) for d in local_dependencies(chart)),
     )
     known = _DIGESTS.get(chart)
     if known is not None and known[0] == stamp:
         return known[1]
     h = hashlib.sha256()
-    for rel, path in files:
-        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel, path, _ in files:
+        with open(path, "rb") as f:
+            h.update(rel.encode() + b"\0" + f.read() + b"\0")
     for digest in stamp[1]:
         h.update(digest.encode())
     _DIGESTS[chart] = (stamp, h.hexdigest())
@@ -498,27 +500,37 @@ _DIGESTS: dict[Path, tuple[object, str]] = {}
 _DEPENDENCIES: dict[Path, tuple[tuple[int, ...], tuple[Path, ...]]] = {}
 
 
-def _stamp(path: Path) -> tuple[int, ...]:
-    """What changes when a file is written: its size, modification time and inode (a replaced file)."""
-    st = path.stat()
+def file_stamp(path: Path | str) -> tuple[int, ...]:
+    """What changes when a file is written: its size, modification and change times, inode (a replaced file)."""
+    return _stamp_of(os.stat(path))
+
+
+def _stamp_of(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
-def _chart_files(chart: Path) -> Iterator[tuple[str, Path]]:
-    """Every file under ``chart`` in a stable order, following links to folders (``charts/dl-common`` is one),
-    each folder once: the content helm reads, whatever the layout."""
-    seen: set[str] = set()
-    for folder, dirs, files in os.walk(chart, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:  # a link back up the tree, or a second link to the same folder
+def _chart_files(chart: Path) -> Iterator[tuple[str, str, tuple[int, ...]]]:
+    """Every file under ``chart`` in a stable order (path relative to the chart, path, stamp), following links to
+    folders (``charts/dl-common`` is one), each folder once: the content helm reads, whatever the layout. One
+    stat a file and no pathlib: every render stamps its whole chart."""
+    seen: set[tuple[int, int]] = set()
+    top = str(chart)
+    for folder, dirs, files in os.walk(top, followlinks=True):
+        st = os.stat(folder)
+        if (st.st_dev, st.st_ino) in seen:  # a link back up the tree, or a second link to the same folder
             dirs[:] = []
             continue
-        seen.add(real)
+        seen.add((st.st_dev, st.st_ino))
         dirs.sort()
+        prefix = folder[len(top) + 1 :] + os.sep if folder != top else ""
         for name in sorted(files):
-            path = Path(folder, name)
-            if path.is_file():
-                yield str(path.relative_to(chart)), path
+            path = os.path.join(folder, name)
+            try:
+                st = os.stat(path)
+            except OSError:  # a dangling link: helm does not read it either
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield prefix + name, path, _stamp_of(st)
 
 
 def default_cache_dir() -> Path:

@@ -9,6 +9,7 @@ with a message that names a value; never a Go template panic or a nil-pointer er
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -72,20 +73,35 @@ def set_path(values: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
-@st.composite
-def mutated_values(draw, chart: Path):
+@functools.cache
+def value_paths(chart: Path) -> tuple[dict[str, Any], list[tuple[tuple[str, ...], Any]], list[tuple[str, ...]]]:
+    """The schema's definitions, the settable leaves of the chart's values (path, sub-schema) and the paths of
+    closed objects, read once per chart: loading values.yaml costs more than a render, and every example needs it."""
     schema = json.loads((chart / "values.schema.json").read_text())
     defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
     defaults = yaml.safe_load((chart / "values.yaml").read_text()) or {}
     found = list(leaves(defaults, schema, defs))
     candidates = sorted((p, sub) for p, sub in found if sub is not None)
     closed = sorted(p for p, sub in found if sub is None)
+    return defs, candidates, closed
+
+
+@functools.cache
+def leaf_values(chart: Path, path: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    """Values the schema allows at ``path`` (built once: hypothesis-jsonschema's canonicalising is slow)."""
+    defs, candidates, _ = value_paths(chart)
+    sub = dict(candidates)[path]
+    return from_schema({**without_objects(resolve(sub, defs)), "$defs": defs, "definitions": defs})
+
+
+@st.composite
+def mutated_values(draw, chart: Path):
+    defs, candidates, closed = value_paths(chart)
     values: dict[str, Any] = {}
-    for path, sub in draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=3, unique_by=lambda c: c[0])):
+    for path, _ in draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=3, unique_by=lambda c: c[0])):
         kind = draw(st.sampled_from(["schema", "schema", "wrong-type"]))
         if kind == "schema":
-            standalone = {**without_objects(resolve(sub, defs)), "$defs": defs, "definitions": defs}
-            value = draw(from_schema(standalone))
+            value = draw(leaf_values(chart, path))
         else:
             value = draw(st.sampled_from([{"x": 1}, [1, 2], "not-a-number", -3, 2.5, None, True]))
         set_path(values, path, value)

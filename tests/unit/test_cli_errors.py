@@ -16,7 +16,7 @@ import dlcharts
 from dlcharts import helm as helm_mod
 from dlcharts.cli import main
 
-from ..conftest import CHARTS, ROOT
+from ..conftest import CHARTS, ROOT, run_pytest_in
 
 EXAMPLE_CHARTS = ROOT / "examples" / "chart-author" / "charts"
 HELLO = EXAMPLE_CHARTS / "hello-batch"
@@ -191,10 +191,7 @@ def test_the_plugin_refuses_a_charts_folder_with_nothing_to_test(folder, tmp_pat
     (tmp_path / "empty").mkdir()
     (tmp_path / "pytest.ini").write_text(f"[pytest]\ndlcharts_charts = {folder}\n")
     (tmp_path / "test_scenarios.py").write_text("def test_scenario(dlcharts_scenario):\n    pass\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    proc = run_pytest_in(tmp_path, str(tmp_path))
     assert proc.returncode not in (0, 5), proc.stdout + proc.stderr
     assert "dlcharts_charts ini option" in proc.stdout + proc.stderr
     assert folder in proc.stdout + proc.stderr

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dlcharts.cli import main
 from dlcharts.schemas import use_crd_schemas
+
+from ..conftest import run_pytest_in
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -118,9 +118,7 @@ def test_the_plugin_takes_crds(charts, tmp_path):
     (tmp_path / "test_widgets.py").write_text(
         "def test_scenario(dlcharts_scenario, render, assert_valid):\n    assert_valid(render(dlcharts_scenario))\n"
     )
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--dlcharts-no-cache"]
-    run = {"cwd": tmp_path, "capture_output": True, "text": True, "check": False, "timeout": 300}
-    without = subprocess.run(base, **run)  # type: ignore[call-overload]
+    without = run_pytest_in(tmp_path, "--dlcharts-no-cache")
     assert without.returncode == 1 and "no schema for example.com/v1 Widget" in without.stdout, without.stdout
-    with_crd = subprocess.run([*base, "--dlcharts-crd", str(tmp_path / "crds" / "crd.yaml")], **run)  # type: ignore[call-overload]
+    with_crd = run_pytest_in(tmp_path, "--dlcharts-no-cache", "--dlcharts-crd", str(tmp_path / "crds" / "crd.yaml"))
     assert with_crd.returncode == 0, with_crd.stdout + with_crd.stderr

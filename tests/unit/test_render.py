@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from dlcharts.errors import ManifestError, RenderError
 from dlcharts.render import ObjectKey, Renderer, RenderRequest, parse_manifest
+from dlcharts.suite import chart_meta, chart_name
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chart-author" / "charts" / "hello-batch"
 
@@ -33,13 +35,21 @@ def test_cache_hits_in_memory_and_on_disk(tmp_path):
 
 def test_cache_key_follows_chart_content(tmp_path):
     chart = tmp_path / "chart"
-    import shutil
-
     shutil.copytree(EXAMPLE, chart)
     renderer = Renderer()
     before = renderer.cache_key(RenderRequest(chart))
     (chart / "values.yaml").write_text((chart / "values.yaml").read_text().replace("hello", "bye"))
     assert renderer.cache_key(RenderRequest(chart)) != before
+
+
+def test_chart_meta_is_kept_until_chart_yaml_changes(tmp_path):
+    chart = tmp_path / "chart"
+    shutil.copytree(EXAMPLE, chart)
+    meta = chart_meta(chart)
+    meta["name"] = "changed-by-a-caller"
+    assert chart_name(chart) == "hello-batch"
+    (chart / "Chart.yaml").write_text((chart / "Chart.yaml").read_text().replace("hello-batch", "renamed"))
+    assert chart_name(chart) == "renamed"
 
 
 def test_set_file_reads_the_file_and_its_content_keys_the_cache(tmp_path):
