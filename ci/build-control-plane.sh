@@ -160,7 +160,9 @@ cached() {
     recorded=$(<"$bin.sha256")
     [[ -x $bin && -f $bin.verified && $(<"$bin.verified") == "$(stamp "$bin") $recorded" ]] && return 0
     if [[ -x $bin && $(sha256sum <"$bin") == "$recorded  -" ]]; then
-      echo "$(stamp "$bin") $recorded" >"$bin.verified.$$" && mv -f "$bin.verified.$$" "$bin.verified"
+      # remembered where the cache is writable; a read-only cache is hashed each time
+      { echo "$(stamp "$bin") $recorded" >"$bin.verified.$$" && mv -f "$bin.verified.$$" "$bin.verified"; } 2>/dev/null ||
+        rm -f "$bin.verified.$$" 2>/dev/null || true
       return 0
     fi
     log "$1: $bin is damaged (its sha256 is not the one recorded when it was built); rebuilding it"
