@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from dlcharts import render_server
-from dlcharts.errors import DLChartsError, ManifestError, RenderError, ToolchainError
+from dlcharts.errors import DLChartsError, ManifestError, RenderError, ToolchainError, read_yaml
 from dlcharts.helm import Helm, find_helm, without_link_notices
 from dlcharts.toolchain import cache_root
 
@@ -450,19 +450,36 @@ def _vendored(chart: Path) -> str:
 
 def local_dependencies(chart: Path) -> list[Path]:
     """Chart directories named by ``file://`` dependencies in Chart.yaml."""
+    known = chart_yaml(chart)
+    if known.local_dependencies is None:
+        meta = known.meta if isinstance(known.meta, dict) else {}
+        deps = []
+        for dep in meta.get("dependencies") or []:
+            repo = str(dep.get("repository") or "")
+            if repo.startswith("file://"):
+                deps.append((chart / repo[len("file://") :]).resolve())
+        known.local_dependencies = tuple(deps)
+    return list(known.local_dependencies)
+
+
+@dataclasses.dataclass
+class ChartYaml:
+    """A chart's Chart.yaml as parsed (``meta``: shared, never to be changed), with what was derived from it."""
+
+    stamp: tuple[int, ...]
+    meta: Any
+    local_dependencies: tuple[Path, ...] | None = None
+
+
+def chart_yaml(chart: Path) -> ChartYaml:
+    """``chart``'s Chart.yaml, parsed again only when the file changed (a test session renders and names each chart
+    hundreds of times); a file that is not YAML is a one-line error naming it."""
     path = chart / "Chart.yaml"
-    stamp = file_stamp(path)
-    known = _DEPENDENCIES.get(path)
-    if known is not None and known[0] == stamp:
-        return list(known[1])
-    meta = yaml.load(path.read_text(), Loader=_Loader) or {}  # noqa: S506
-    deps = []
-    for dep in meta.get("dependencies") or []:
-        repo = str(dep.get("repository") or "")
-        if repo.startswith("file://"):
-            deps.append((chart / repo[len("file://") :]).resolve())
-    _DEPENDENCIES[path] = (stamp, tuple(deps))
-    return deps
+    stamp = _stamp(path)
+    known = _CHART_YAMLS.get(path)
+    if known is None or known.stamp != stamp:
+        known = _CHART_YAMLS[path] = ChartYaml(stamp, read_yaml(path))
+    return known
 
 
 def is_linked(chart: Path, dependency: Path) -> bool:
@@ -497,10 +514,10 @@ def chart_digest(chart: Path) -> str:
 # What hashing a chart found, by folder, with the stamp of every file it read: a render hashes its chart again
 # only when a file changed (a test session renders each chart hundreds of times).
 _DIGESTS: dict[Path, tuple[object, str]] = {}
-_DEPENDENCIES: dict[Path, tuple[tuple[int, ...], tuple[Path, ...]]] = {}
+_CHART_YAMLS: dict[Path, ChartYaml] = {}
 
 
-def file_stamp(path: Path | str) -> tuple[int, ...]:
+def _stamp(path: Path | str) -> tuple[int, ...]:
     """What changes when a file is written: its size, modification and change times, inode (a replaced file)."""
     return _stamp_of(os.stat(path))
 

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dlcharts.errors import DLChartsError, RenderError, read_yaml
+from dlcharts.errors import DLChartsError, RenderError
 from dlcharts.findings import Finding
 from dlcharts.policies import SCHEMA_CHECKS, Exemption, run_policies
-from dlcharts.render import Rendered, Renderer, RenderRequest, file_stamp
+from dlcharts.render import Rendered, Renderer, RenderRequest, chart_yaml
 from dlcharts.schemas import validate_objects
 
 KUBE_VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.35.0")
@@ -76,23 +76,11 @@ def chart_name(chart: Path) -> str:
 
 
 def chart_meta(chart: Path) -> dict[str, Any]:
-    """A chart's Chart.yaml, or a one-line error naming the file. Parsed again only when the file changed: a
-    session asks for each chart's name once a test."""
-    path = chart / "Chart.yaml"
-    try:
-        stamp = file_stamp(path)
-    except OSError:
-        stamp = None
-    known = _META.get(path)
-    if known is None or stamp is None or known[0] != stamp:
-        meta = read_yaml(path)
-        if not isinstance(meta, dict) or not meta.get("name"):
-            raise DLChartsError(f"{path}: no `name:`; this is not a chart's Chart.yaml")
-        known = _META[path] = (stamp, meta)
-    return copy.deepcopy(known[1])
-
-
-_META: dict[Path, tuple[object, dict[str, Any]]] = {}
+    """A chart's Chart.yaml (a copy the caller may change), or a one-line error naming the file."""
+    meta = chart_yaml(chart).meta
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise DLChartsError(f"{chart / 'Chart.yaml'}: no `name:`; this is not a chart's Chart.yaml")
+    return copy.deepcopy(meta)
 
 
 def discover_charts(root: Path) -> list[Path]:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from dlcharts import helm as helm_mod
@@ -132,9 +137,6 @@ def test_an_explicit_helm_beats_helm_bin_which_beats_dlcharts_helm(tmp_path, mon
 def test_a_checked_build_is_hashed_again_once_it_changes(tmp_path):
     """ci/build-control-plane.sh --check remembers a verified binary by its stamp (NAME.verified), so it does not
     hash it on every pytest session; a write to the binary (here: same size, other bytes) is hashed and refused."""
-    import hashlib
-    import os
-    import subprocess
 
     def check() -> subprocess.CompletedProcess[str]:
         argv = ["bash", str(ROOT / "ci" / "build-control-plane.sh"), "--check", "helm4-render"]
@@ -143,7 +145,8 @@ def test_a_checked_build_is_hashed_again_once_it_changes(tmp_path):
 
     missing = check()
     assert missing.returncode == 1 and "missing: helm4-render" in missing.stderr, missing.stderr
-    binary = tmp_path / missing.stdout.split()[1].removeprefix(f"{tmp_path}/")
+    binary = Path(missing.stdout.split()[1])  # where it would be built, under tmp_path
+    assert binary.is_relative_to(tmp_path), binary
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"#!/bin/sh\necho one\n")
     binary.chmod(0o755)
