@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import validation  # noqa: E402
 
-from dlcharts import render_server, toolchain  # noqa: E402
+from dlcharts import native, render_server, toolchain  # noqa: E402
 from dlcharts.helm import Helm, find_helm  # noqa: E402
 from dlcharts.render import difference, parse_manifest  # noqa: E402
 from dlcharts.suite import KUBE_VERSIONS, Scenario, all_scenarios  # noqa: E402
@@ -83,7 +83,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def measure_cold() -> dict[str, Any]:
     helm = helm4()
-    start_up, server = _timed(lambda: render_server.RenderServer(render_server.locate(["helm4-render"], False)
+    start_up, server = _timed(lambda: render_server.RenderServer(native.locate(["helm4-render"], False)
                                                                   ["helm4-render"], helm))  # fmt: skip
     rows: dict[str, dict[str, list[float]]] = {}
     identical, compared, from_json, by_pyyaml, problems = 0, 0, 0, 0, []
@@ -179,7 +179,7 @@ def measure_unittest() -> dict[str, Any]:
 
 
 def _unittest_version() -> str:
-    env = (common.ROOT / "src" / "dlcharts" / "cluster" / "versions.env").read_text()
+    env = (common.ROOT / "src" / "dlcharts" / "versions.env").read_text()
     found = re.search(r"^HELM_UNITTEST_VERSION=(\S+)", env, re.MULTILINE)
     return found.group(1) if found else "?"
 

@@ -15,12 +15,14 @@
 #                                        $OLDEST_KUBERNETES_VERSION: kube-apiserver@oldest,
 #                                        kube-controller-manager@oldest, kube-scheduler@oldest and the validator
 #                                        k8s-validate@oldest (each NAME@oldest can be named alone too)
+#   DLCHARTS_PLATFORM=darwin/arm64 ci/build-control-plane.sh [NAME...]   cross-compile the harness's helpers
+#                                        (helm4-render helm3-render k8s-validate k8s-validate@oldest) for a wheel
 #
 # Layout: ${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}/bin/<name>-<version>/<name>, with <name>.sha256 beside it (the
 # render servers: the same under the tools folder, see target()). NAME@oldest lands at the oldest version's path.
 # A binary that is already there is reused when its sha256 is the recorded one (a damaged one is rebuilt); a match
 # is remembered against the file's stamp (NAME.verified), so a second run only reads stamps. Versions are pinned in
-# src/dlcharts/cluster/versions.env (read by the Python side too).
+# src/dlcharts/versions.env (read by the Python side too).
 #
 # Sources, all through the Go module proxy (no release downloads, no VCS fallback):
 #   k8s.io/kubernetes   kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (the real node),
@@ -34,11 +36,11 @@
 #   github.com/coredns/coredns  coredns, the real node's cluster DNS (Debian has no coredns package).
 #   github.com/cloudnativelabs/kube-router/v2   kube-router, the real node's NetworkPolicy firewall.
 #   helm.sh/helm/v4, helm.sh/helm/v3   helm4-render and helm3-render, the harness's in-process `helm template`
-#                       (dlcharts.render_server), from the modules in ci/helm-render/ with their committed
+#                       (dlcharts.render_server), from the modules in native/helm-render/ with their committed
 #                       go.sum, at the helm versions their go.mod pins (the same as src/dlcharts/toolchain.py's).
-#                       Their cache version is the helm version and a hash of ci/helm-render/common and the
+#                       Their cache version is the helm version and a hash of native/helm-render/common and the
 #                       server's own folder, so an edit to the server's source builds a new one beside the old.
-#   ci/k8s-validate     k8s-validate, the API server's create validation linked from k8s.io/kubernetes at
+#   native/k8s-validate     k8s-validate, the API server's create validation linked from k8s.io/kubernetes at
 #                       $KUBERNETES_VERSION (dlcharts.apirules), in its committed module (go.mod, go.sum); in the
 #                       tools folder like the render servers, keyed by that version and a hash of its sources.
 # containerd, runc and the CNI plugins of the real node are Debian packages (see .ci/run), not built here.
@@ -78,8 +80,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-# shellcheck source-path=SCRIPTDIR source=../src/dlcharts/cluster/versions.env
-. "$repo/src/dlcharts/cluster/versions.env"
+# shellcheck source-path=SCRIPTDIR source=../src/dlcharts/versions.env
+. "$repo/src/dlcharts/versions.env"
 
 cache=${DLCHARTS_CACHE:-$HOME/.cache/dlcharts}
 bindir=$cache/bin
@@ -108,9 +110,9 @@ version[kube-router]=$KUBE_ROUTER_VERSION
 all+=(kube-router)
 # the render servers: helm version from their go.mod, then a hash of their sources (see the header)
 render_version() { # MAJOR
-  local src=$repo/ci/helm-render helm hash
+  local src=$repo/native/helm-render helm hash
   helm=$(sed -n "s#^[[:space:]]*helm\.sh/helm/v$1 \(v[0-9][^ ]*\)\$#\1#p" "$src/helm$1/go.mod" | head -1)
-  [[ -n $helm ]] || die "ci/helm-render/helm$1/go.mod requires no helm.sh/helm/v$1"
+  [[ -n $helm ]] || die "native/helm-render/helm$1/go.mod requires no helm.sh/helm/v$1"
   hash=$(cd "$src" && find common "helm$1" -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
   echo "$helm-$hash"
 }
@@ -118,7 +120,7 @@ version[helm4-render]=$(render_version 4)
 version[helm-unittest]=$HELM_UNITTEST_VERSION  # bench/renderers.py's third renderer; no default build
 version[helm3-render]=$(render_version 3)
 # the API server's create validation, offline (dlcharts.apirules): the Kubernetes version, then a source hash
-validator_hash=$(cd "$repo/ci/k8s-validate" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+validator_hash=$(cd "$repo/native/k8s-validate" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 version[k8s-validate]=$KUBERNETES_VERSION-$validator_hash
 # the oldest supported minor (a second API server for tests/cluster/test_oldest_kubernetes.py, its validator for
 # `dlcharts validate --kube-version 1.29`): built on request only (the `oldest` group, `make control-plane`)
@@ -131,12 +133,27 @@ version[scheduler-plugins-controller]=$SCHEDULER_PLUGINS_VERSION
 for name in kube-apiserver kube-controller-manager kube-scheduler; do version[$name@oldest]=$OLDEST_KUBERNETES_VERSION; done
 version[k8s-validate@oldest]=$OLDEST_KUBERNETES_VERSION-$validator_hash
 
-# The render servers go with the pinned helm binaries, in the harness's tools folder (dlcharts.toolchain.tools_dir:
+# The harness's own helpers (the render servers and validators) are the ones a wheel carries (native/wheels.py):
+# DLCHARTS_PLATFORM=GOOS/GOARCH (darwin/arm64, linux/arm64, ...) cross-compiles them, and only them, for another
+# platform, into folders named for it.
+harness=(helm4-render helm3-render k8s-validate k8s-validate@oldest)
+host_platform() {
+  local os arch
+  case $(uname -s) in Linux) os=linux ;; Darwin) os=darwin ;; *) os=$(uname -s | tr '[:upper:]' '[:lower:]') ;; esac
+  case $(uname -m) in x86_64 | amd64) arch=amd64 ;; aarch64 | arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+  echo "$os/$arch"
+}
+platform=${DLCHARTS_PLATFORM:-$(host_platform)}
+[[ $platform =~ ^[a-z0-9]+/[a-z0-9]+$ ]] || die "DLCHARTS_PLATFORM=$platform is not GOOS/GOARCH, such as darwin/arm64"
+cross=""
+[[ $platform == "$(host_platform)" ]] || cross="-${platform/\//-}"
+
+# The harness's helpers go with the pinned helm binaries, in the harness's tools folder (dlcharts.toolchain.tools_dir:
 # $DLCHARTS_TOOLS_DIR, else .tools/ of this checkout), not under $DLCHARTS_CACHE, which tests point elsewhere.
 target() {
   local base=${1%@oldest}
   case $base in
-    helm*-render | k8s-validate) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$base-${version[$1]}/$base" ;;
+    helm*-render | k8s-validate) echo "${DLCHARTS_TOOLS_DIR:-$repo/.tools}/$base-${version[$1]}$cross/$base" ;;
     *) echo "$bindir/$base-${version[$1]}/$base" ;;
   esac
 }
@@ -166,7 +183,7 @@ cached() {
       return 0
     fi
     log "$1: $bin is damaged (its sha256 is not the one recorded when it was built); rebuilding it"
-  elif [[ -x $bin ]] && timeout 60 "$bin" $(version_args "$1") >/dev/null 2>&1; then
+  elif [[ -z $cross && -x $bin ]] && timeout 60 "$bin" $(version_args "$1") >/dev/null 2>&1; then
     sha256sum <"$bin" | cut -d' ' -f1 >"$bin.sha256"
     return 0
   else
@@ -181,7 +198,7 @@ wanted=()
 for arg in "$@"; do
   case $arg in
     --check) check=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) die "unknown option $arg (see --help)" ;;
     oldest) wanted+=("${oldest[@]}") ;;
     addons) wanted+=("${addons[@]}") ;;
@@ -190,6 +207,12 @@ for arg in "$@"; do
        wanted+=("$arg") ;;
   esac
 done
+if [[ -n $cross ]]; then
+  ((${#wanted[@]})) || wanted=("${harness[@]}")
+  for name in "${wanted[@]}"; do
+    [[ " ${harness[*]} " == *" $name "* ]] || die "$name is not built for another platform ($platform); only: ${harness[*]}"
+  done
+fi
 ((${#wanted[@]})) || wanted=("${all[@]}")
 
 missing=()
@@ -206,7 +229,7 @@ if ((${#missing[@]})); then
   gobin=$(command -v go || true)
   [[ -n $gobin ]] || { [[ -x /usr/local/go/bin/go ]] && gobin=/usr/local/go/bin/go; }
   [[ -n $gobin ]] || die "no Go toolchain on PATH (or /usr/local/go/bin/go); install Go >= 1.26"
-  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=mod"
+  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=mod" GOOS=${platform%/*} GOARCH=${platform#*/}
   # The module proxy only: drop any "direct" (VCS) fallback from whatever GOPROXY is configured.
   proxy=$("$gobin" env GOPROXY)
   proxy=$(tr ',|' '\n' <<<"$proxy" | grep -vxE 'direct|off|' | paste -sd, -)
@@ -270,9 +293,9 @@ build_kubernetes() {
   # Every staging module, from the replace block of kubernetes' own go.mod: k8s.io/x => ./staging/src/k8s.io/x
   mapfile -t staging < <(sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._-]*\) => \./staging/src/.*#\1#p' "$gomod")
   ((${#staging[@]} > 10)) || die "found no staging modules in $gomod; its layout changed"
-  if [[ -n $suffix ]]; then  # the validator at this version: ci/k8s-validate's source in the wrapper module
+  if [[ -n $suffix ]]; then  # the validator at this version: native/k8s-validate's source in the wrapper module
     mkdir -p "$mod/k8s-validate"
-    cp "$repo/ci/k8s-validate/main.go" "$mod/k8s-validate/main.go"
+    cp "$repo/native/k8s-validate/main.go" "$mod/k8s-validate/main.go"
   fi
   {
     echo "// Generated by ci/build-control-plane.sh: builds Kubernetes server binaries from k8s.io/kubernetes."
@@ -299,7 +322,7 @@ build_kubernetes() {
   done
   (
     cd "$mod"
-    for name in "${names[@]}"; do
+    [[ -n $cross ]] || for name in "${names[@]}"; do  # another platform: the validator only
       timed_build "$name$suffix" "k8s.io/kubernetes/cmd/$name" "$ld"
     done
     [[ -z $suffix ]] || timed_build "k8s-validate$suffix" ./k8s-validate ""
@@ -406,7 +429,7 @@ build_addon() {
 # Cold (empty Go build cache, module cache warm): 8.5 CPU-minutes for both (README, "Renders run in-process").
 build_render_server() { # NAME MAJOR
   need "$1" || return 0
-  (cd "$repo/ci/helm-render/helm$2" && export GOFLAGS="-buildvcs=false -mod=readonly" && timed_build "$1" . "")
+  (cd "$repo/native/helm-render/helm$2" && export GOFLAGS="-buildvcs=false -mod=readonly" && timed_build "$1" . "")
 }
 
 if ((${#missing[@]})); then
@@ -418,7 +441,7 @@ if ((${#missing[@]})); then
         github.com/nxadm/tail@v1.4.11" build_go_tool helm-unittest github.com/helm-unittest/helm-unittest \
         "$HELM_UNITTEST_VERSION" github.com/helm-unittest/helm-unittest/cmd/helm-unittest "" ;;
       helm3-render) build_render_server helm3-render 3 ;;
-      k8s-validate) need k8s-validate && (cd "$repo/ci/k8s-validate" && export GOFLAGS="-buildvcs=false -mod=readonly" &&
+      k8s-validate) need k8s-validate && (cd "$repo/native/k8s-validate" && export GOFLAGS="-buildvcs=false -mod=readonly" &&
         timed_build k8s-validate . "") ;;
       registry) build_go_tool registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" \
         github.com/distribution/distribution/v3/cmd/registry \

@@ -3,7 +3,7 @@
 Schemas say which fields exist and their types; the API server also checks, in code, the grammar of names, label
 keys and quantities, requests against limits, port ranges and names, enums, volume mounts against volumes, probe
 handlers, selectors against template labels and more (bench/results.md section 11 counts what schemas miss).
-``ci/k8s-validate`` (Go) links the pinned k8s.io/kubernetes, the version the embedded control plane runs, and runs
+``native/k8s-validate`` (Go) links the pinned k8s.io/kubernetes, the version the embedded control plane runs, and runs
 a create's validation for each built-in kind: decoding with defaults, then the kind's registry strategy
 (``rest.BeforeCreate``: PrepareForCreate, Validate, object metadata). It leaves out admission (Pod Security,
 quotas, webhooks) and whatever needs other objects.
@@ -27,11 +27,11 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from dlcharts import render_server
-from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
+from dlcharts import native
 from dlcharts.errors import ToolchainError
+from dlcharts.pins import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
 
-NAME = "k8s-validate"
+NAME = native.VALIDATOR
 
 
 def minor(kube_version: str) -> str:
@@ -112,7 +112,7 @@ def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
         if name not in _rules:
             checker: ApiRules | None = None
             try:
-                checker = ApiRules(render_server.located(name) or render_server.locate([name], build=False)[name])
+                checker = ApiRules(native.locate([name], build=False)[name])
             except (ToolchainError, OSError) as exc:
                 print(
                     f"dlcharts: the API server's rules of Kubernetes {minor(kube_version)} are not checked offline "

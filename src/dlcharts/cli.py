@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from dlcharts import __version__, render_server, toolchain
+from dlcharts import __version__, native, render_server, toolchain
 from dlcharts.cluster import cli as cluster_cli
 from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaError, read_yaml
 from dlcharts.findings import Finding, report
@@ -281,7 +281,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(path)
     if not args.keys:
         try:
-            for path in render_server.build_all().values():
+            for path in native.build_all().values():
                 print(path)
         except DLChartsError as exc:
             render_server.notice(find_helm(args.helm), str(exc))

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts import render_server
+from dlcharts import native, render_server
 from dlcharts.errors import DLChartsError
 from dlcharts.findings import Finding, report
 from dlcharts.helm import HELM_OPTION_HELP, Helm, find_helm
@@ -106,7 +106,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     try:
         if render_server.renderer_mode() == "binary":
             return
-        render_server.build_all()
+        native.build_all()
     except DLChartsError as exc:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         line = f"dlcharts: in-process renderer unavailable ({exc}); rendering with the helm binary"

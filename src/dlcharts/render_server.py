@@ -1,6 +1,6 @@
 """The in-process renderer: `helm template` answered by a long-lived process linked to the pinned helm.
 
-A helm process costs its start-up on every render; the server (ci/helm-render, Go, one per helm major, linked to
+A helm process costs its start-up on every render; the server (native/helm-render, Go, one per helm major, linked to
 the exact helm version toolchain.py pins) starts once per Python process (once per pytest-xdist worker) and then
 renders each request with that helm's own code. It keeps each chart as loaded while the stamps of its files (size,
 modification and change times, inode: what chart_digest trusts) stay the same, so an edited chart is seen by the
@@ -27,15 +27,14 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from dlcharts import toolchain
-from dlcharts.errors import DLChartsError, ToolchainError
+from dlcharts import native, toolchain
+from dlcharts.errors import ToolchainError
 from dlcharts.helm import Helm, helm_env
 
 RENDERER_ENV = "DLCHARTS_RENDERER"
 RENDERERS = ("server", "binary")
-PROTOCOL = 1  # ci/helm-render/common/serve.go
-SERVER_NAMES = {4: "helm4-render", 3: "helm3-render"}
-LOCATED_ENV = "DLCHARTS_RENDER_SERVERS"  # name=path entries that build_all() found, for child processes
+PROTOCOL = 1  # native/helm-render/common/serve.go
+SERVER_NAMES = native.RENDER_SERVERS
 # Renders compared with the binary in this process (dlcharts.render.Renderer(compare=True)), and how many matched.
 COMPARED: collections.Counter[str] = collections.Counter()
 
@@ -137,60 +136,6 @@ def server_name(helm: Helm) -> str:
     return SERVER_NAMES.get(helm.major, f"helm{helm.major}-render")
 
 
-def _build_script() -> Path:
-    from dlcharts.cluster.binaries import build_script
-
-    return build_script()
-
-
-def locate(names: list[str], build: bool) -> dict[str, Path]:
-    """Paths of the servers ``names`` from ci/build-control-plane.sh: built first where missing when ``build``
-    (minutes, once; file-locked, so parallel callers wait for one build), else only checked (sha256 included)."""
-    try:
-        script = _build_script()
-    except DLChartsError as exc:
-        raise ToolchainError(f"cannot build the render server: {exc}") from None
-    argv = ["bash", str(script), *([] if build else ["--check"]), *names]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    found = {}
-    for line in proc.stdout.splitlines():
-        name, _, path = line.partition(" ")
-        if name in names and path:
-            found[name] = Path(path)
-    if proc.returncode != 0 or set(found) != set(names):
-        missing = ", ".join(sorted(set(names) - set(found))) or ", ".join(names)
-        if not build:
-            raise ToolchainError(f"{missing} not built (build it once: make tools, or {script} {' '.join(names)})")
-        tail = " / ".join(proc.stderr.strip().splitlines()[-3:])
-        raise ToolchainError(f"building {missing} failed (exit {proc.returncode}): {tail}")
-    return found
-
-
-def build_all() -> dict[str, Path]:
-    """Build (or find) the render server of every pinned helm and the API server's rules (dlcharts.apirules), and
-    pass where they are to child processes (the pytest-xdist workers), which then start them without asking
-    ci/build-control-plane.sh again."""
-    names = [*(SERVER_NAMES[toolchain.TOOLS[key].major] for key in toolchain.HELM_MATRIX), "k8s-validate"]
-    try:
-        found = locate(names, build=False)
-    except ToolchainError:
-        print(
-            "dlcharts: building the in-process renderers and validator (once: minutes cold, then cached) ...",
-            file=sys.stderr,
-        )
-        found = locate(names, build=True)
-    os.environ[LOCATED_ENV] = os.pathsep.join(f"{name}={path}" for name, path in found.items())
-    return found
-
-
-def located(name: str) -> Path | None:
-    for entry in os.environ.get(LOCATED_ENV, "").split(os.pathsep):
-        key, _, path = entry.partition("=")
-        if key == name and Path(path).is_file():
-            return Path(path)
-    return None
-
-
 _servers: dict[Path, RenderServer | None] = {}
 _servers_lock = threading.Lock()
 _noticed: set[str] = set()
@@ -209,7 +154,7 @@ def server_for(helm: Helm) -> RenderServer | None:
             if not _is_pinned(helm):
                 raise ToolchainError(f"helm {helm.version} at {helm.path} is not a pinned helm")
             name = server_name(helm)
-            path = located(name) or locate([name], build=False)[name]
+            path = native.locate([name], build=False)[name]
             server = RenderServer(path, helm)
         except (ToolchainError, OSError, ValueError) as exc:
             notice(helm, str(exc))

@@ -8,7 +8,7 @@ noise). Each object gets two verdicts:
 
 - the API server's: a create with ``dryRun=All`` in a throwaway namespace (validated and admitted, never stored);
 - ours, offline, as ``dlcharts validate`` gives it: the object's schema, then the API server's own create
-  validation linked into ci/k8s-validate (``dlcharts.apirules``), and the checks ``API_CHECKS``.
+  validation linked into native/k8s-validate (``dlcharts.apirules``), and the checks ``API_CHECKS``.
 
 A false accept is an object we pass and the API server refuses (a green run that ``helm install`` then fails);
 a false reject one we refuse and the API server takes. Both must be 0 in every class. The table per class goes to

@@ -32,7 +32,7 @@ def test_versions_are_pinned_once_for_script_and_python() -> None:
     versions = read_versions()
     assert versions["KUBERNETES_VERSION"].startswith("v1.35.")
     script = (REPO / "ci" / "build-control-plane.sh").read_text()
-    assert "src/dlcharts/cluster/versions.env" in script
+    assert "src/dlcharts/versions.env" in script
 
 
 def test_binary_cache_layout(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""dlcharts.apirules: the API server's create validation (ci/k8s-validate, linked from the pinned Kubernetes) as the
+"""dlcharts.apirules: the API server's create validation (native/k8s-validate, linked from the pinned Kubernetes) as the
 offline second pass after the schema; tests/cluster/test_api_parity.py compares it with the API server itself."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from dlcharts import apirules, render_server
+from dlcharts import apirules, native
 from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import validate_object
 
@@ -21,7 +21,7 @@ JOB = {
 @pytest.fixture(scope="module")
 def rules() -> apirules.ApiRules:
     checker = apirules.rules()
-    assert checker is not None, "ci/k8s-validate is not built: run make tools"
+    assert checker is not None, "native/k8s-validate is not built: run make tools"
     return checker
 
 
@@ -80,7 +80,7 @@ def test_schema_validation_adds_the_api_rules_for_the_validators_minors_only():
 def test_the_oldest_minors_validator_holds_that_minors_rules():
     """k8s-validate@oldest links Kubernetes 1.29, whose environment variable names are C-like identifiers; 1.32
     relaxed that (RelaxedEnvironmentVariableValidation), so the pinned validator takes what 1.29 refuses."""
-    render_server.locate([apirules.VALIDATORS["1.29"]], build=True)  # cached; ci/build-control-plane.sh oldest
+    native.locate([apirules.VALIDATORS["1.29"]], build=True)  # cached; ci/build-control-plane.sh oldest
     body = mutated(lambda b: container(b).update(env=[{"name": "1 epoch", "value": "x"}]))
     obj = K8sObject(ObjectKey("batch/v1", "Job", None, "train"), body, "c/templates/job.yaml")
     (finding,) = validate_object(obj, "1.29.0")

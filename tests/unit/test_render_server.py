@@ -1,4 +1,4 @@
-"""The in-process renderer (dlcharts.render_server, ci/helm-render): the binary's text and errors, PyYAML's objects,
+"""The in-process renderer (dlcharts.render_server, native/helm-render): the binary's text and errors, PyYAML's objects,
 and the helm binary wherever the server cannot render."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dlcharts import render_server, toolchain
+from dlcharts import native, render_server, toolchain
 from dlcharts.helm import find_helm, without_link_notices
 from dlcharts.render import Renderer, RenderRequest, difference, same_data
 
@@ -294,7 +294,7 @@ def test_a_server_that_does_not_start_leaves_a_notice_and_the_binary_renders(tmp
     broken = tmp_path / "helm4-render"
     broken.write_text("#!/bin/sh\necho 'no such luck' >&2\nexit 3\n")
     broken.chmod(0o755)
-    proc = _render_in_a_process({render_server.LOCATED_ENV: f"helm4-render={broken}"})
+    proc = _render_in_a_process({native.LOCATED_ENV: f"helm4-render={broken}"})
     assert proc.returncode == 0 and "kind: Job" in proc.stdout, proc.stderr
     notices = [line for line in proc.stderr.splitlines() if "in-process renderer unavailable" in line]
     assert len(notices) == 1 and "rendering with" in notices[0] and str(broken) in notices[0], proc.stderr
@@ -305,7 +305,7 @@ def test_a_server_that_was_not_built_leaves_a_notice(tmp_path):
     for key in toolchain.HELM_MATRIX:
         (tools / key).mkdir(parents=True)
         (tools / key / "helm").symlink_to(toolchain.binary_path(key))
-    proc = _render_in_a_process({"DLCHARTS_TOOLS_DIR": str(tools), render_server.LOCATED_ENV: ""})
+    proc = _render_in_a_process({"DLCHARTS_TOOLS_DIR": str(tools), native.LOCATED_ENV: ""})
     assert proc.returncode == 0 and "kind: Job" in proc.stdout, proc.stderr
     assert "helm4-render not built (build it once: make tools" in proc.stderr
 

@@ -1,6 +1,6 @@
 """The control plane's pinned binaries: where they live, whether they are there, and how to build them.
 
-Versions are pinned in ``versions.env`` beside this file, which ``ci/build-control-plane.sh`` sources
+Versions are pinned in ``dlcharts/versions.env`` (dlcharts.pins), which ``ci/build-control-plane.sh`` sources
 too. Binaries live in ``$DLCHARTS_CACHE/bin/<name>-<version>/<name>`` (``DLCHARTS_CACHE`` defaults to
 ``~/.cache/dlcharts``), outside the repository, and are built from Go modules by that script.
 """
@@ -12,11 +12,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from dlcharts.errors import ClusterError
+from dlcharts import pins
+from dlcharts.errors import ClusterError, DLChartsError
+from dlcharts.native import build_command as build_command
+from dlcharts.native import build_script as build_script
+from dlcharts.pins import OLDEST as OLDEST
+from dlcharts.pins import VERSIONS_FILE
 from dlcharts.toolchain import cache_root
-
-_HERE = Path(__file__).resolve().parent
-VERSIONS_FILE = _HERE / "versions.env"
 
 #: binary name -> key of its version in versions.env
 _COMPONENTS: dict[str, str] = {
@@ -37,7 +39,6 @@ CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not
 #: the binaries that follow the cluster's Kubernetes version; at the oldest supported minor they are NAME@oldest
 #: (``ci/build-control-plane.sh oldest``), in bin/NAME-<OLDEST_KUBERNETES_VERSION>/NAME
 VERSIONED_BINARIES: tuple[str, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-OLDEST = "@oldest"
 _COMPONENTS.update({name + OLDEST: "OLDEST_KUBERNETES_VERSION" for name in VERSIONED_BINARIES})
 #: the add-ons' binaries (dlcharts.cluster.addons), built on request: ``ci/build-control-plane.sh addons``
 ADDON_BINARIES: tuple[str, ...] = ("kueue", "scheduler-plugins", "scheduler-plugins-controller")
@@ -46,20 +47,11 @@ _COMPONENTS.update({"kueue": "KUEUE_VERSION", "scheduler-plugins": "SCHEDULER_PL
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
-    """Parse versions.env (``KEY=value`` lines, ``#`` comments) into a dict."""
-    versions: dict[str, str] = {}
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ClusterError(f"{path}: line {raw!r} is not KEY=value")
-        versions[key.strip()] = value.strip().strip("\"'")
-    missing = sorted(set(_COMPONENTS.values()) - versions.keys())
-    if missing:
-        raise ClusterError(f"{path}: no pin for {', '.join(missing)}")
-    return versions
+    """versions.env as a dict, with a pin for every binary of the cluster."""
+    try:
+        return pins.read_versions(path, required=tuple(_COMPONENTS.values()))
+    except DLChartsError as exc:
+        raise ClusterError(str(exc)) from None
 
 
 VERSIONS: dict[str, str] = read_versions()
@@ -116,31 +108,6 @@ def binary(name: str, cache: Path | None = None) -> Binary:
 
 def pinned_binaries(cache: Path | None = None) -> dict[str, Binary]:
     return {name: binary(name, cache) for name in BINARY_NAMES}
-
-
-def build_script() -> Path:
-    """ci/build-control-plane.sh of the checkout this package runs from (``$DLCHARTS_REPO`` overrides)."""
-    candidates = []
-    if os.environ.get("DLCHARTS_REPO"):
-        candidates.append(Path(os.environ["DLCHARTS_REPO"]))
-    candidates.append(_HERE.parents[2])  # src/dlcharts/cluster -> repository root
-    for root in candidates:
-        script = root / "ci" / "build-control-plane.sh"
-        if script.is_file():
-            return script
-    raise ClusterError(
-        "ci/build-control-plane.sh not found (looked under "
-        + ", ".join(str(c) for c in candidates)
-        + "); run from a dl-charts checkout or set DLCHARTS_REPO to one"
-    )
-
-
-def build_command() -> str:
-    """The shell command a person runs to build the binaries."""
-    try:
-        return str(build_script())
-    except ClusterError:
-        return "ci/build-control-plane.sh (in a dl-charts checkout)"
 
 
 def require_binaries(cache: Path | None = None, names: tuple[str, ...] = BINARY_NAMES) -> dict[str, Path]:
