@@ -13,22 +13,24 @@ minor is one a validator is built for: the pinned version's (``k8s-validate``) o
 support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION).
 Other minors have other rules: their objects get the schema pass only. Each runs as one long-lived process per
 Python process. ci/build-control-plane.sh builds them into the tools folder beside the render servers (the pinned
-one with ``make tools``, which the pytest plugin and ``dlcharts tools`` also run; the oldest with ``make
-control-plane``, or ``ci/build-control-plane.sh oldest``); where one is not built or does not start, one line on
-stderr says so and validation at its minor goes on with schemas alone.
+one with ``make tools`` or ``dlcharts tools``; the oldest with ``make
+control-plane``, or ``ci/build-control-plane.sh oldest``); a platform wheel carries both. Where one is not
+available or does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as
+not run (dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import IO, Any
 
-from dlcharts import native
+from dlcharts import checks, native
 from dlcharts.errors import ToolchainError
+from dlcharts.findings import format_path
 from dlcharts.pins import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
 
 NAME = native.VALIDATOR
@@ -99,14 +101,21 @@ def _write_all(stream: IO[bytes], lines: list[bytes]) -> None:
 
 
 _rules: dict[str, ApiRules | None] = {}
+_missing: dict[str, str] = {}  # validator name -> why it is not available in this install
 _lock = threading.Lock()
+#: what the validators check, as dlcharts.checks names it
+WHAT = "the API server's rules"
 
 
 def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
     """The validator of ``kube_version``'s minor for this Python process, started on first use; None where no
-    validator holds that minor's rules, or (said once on stderr) where it is not built or does not start."""
-    name = VALIDATORS.get(minor(kube_version))
+    validator holds that minor's rules (recorded as ``checks.schemas_only``: information), or where it is not
+    available in this install: not in this wheel, not built in this checkout, or it does not start (recorded as
+    ``checks.not_run`` with the reason and what to do: a run that had it fails unless the author allows it)."""
+    version = minor(kube_version)
+    name = VALIDATORS.get(version)
     if name is None:
+        checks.schemas_only(version)
         return None
     with _lock:
         if name not in _rules:
@@ -114,10 +123,47 @@ def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
             try:
                 checker = ApiRules(native.locate([name], build=False)[name])
             except (ToolchainError, OSError) as exc:
-                print(
-                    f"dlcharts: the API server's rules of Kubernetes {minor(kube_version)} are not checked offline "
-                    f"({exc}); schemas only",
-                    file=sys.stderr,
-                )
+                _missing[name] = str(exc)
             _rules[name] = checker
+        if _rules[name] is None:
+            checks.not_run(WHAT, version, name, _missing.get(name, "not available"))
         return _rules[name]
+
+
+def unparsed_quantities(body: Any) -> list[str]:
+    """The field paths of ``body`` whose value is not a Kubernetes quantity (resource.Quantity's grammar) where one
+    is expected: a resources' requests and limits, a ResourceQuota's hard, a LimitRange's limits, an emptyDir's
+    sizeLimit, a pod's overhead, a claim's requests. The validator's "quantities must match" error names no field
+    (the object does not decode), so the finding names these."""
+    found: list[str] = []
+
+    def walk(node: Any, path: list[Any], parent: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, dict | list):
+                    walk(value, [*path, key], str(key))
+                elif (parent in _QUANTITY_MAPS or key in _QUANTITY_FIELDS) and not _is_quantity(value):
+                    found.append(format_path([*path, key]))
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, [*path, i], parent)
+
+    walk(body, [], "")
+    return found
+
+
+# mappings whose values are quantities, and fields that are one
+_QUANTITY_MAPS = frozenset(
+    {"requests", "limits", "hard", "capacity", "allocatable", "overhead", "max", "min", "default", "defaultRequest",
+     "maxLimitRequestRatio"}
+)  # fmt: skip
+_QUANTITY_FIELDS = frozenset({"sizeLimit"})
+_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$")
+
+
+def _is_quantity(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and _QUANTITY.match(value) is not None

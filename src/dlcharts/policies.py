@@ -9,6 +9,11 @@ Exemptions live in one YAML file (``ci/policy-exemptions.yaml`` in this reposito
         objects: ["DaemonSet/*"]       # optional fnmatch patterns on "Kind/name"; absent = every object
 
 A reason is required; an exemption that matches nothing is itself reported, so exemptions cannot rot.
+
+Each check is registered with its kind (dlcharts.findings): an ERROR check finds what the API server or kubelet
+would refuse or what breaks the workload (``gpu-limits``, ``duplicate-env``, ``selector-labels``, ``service-selects``,
+``dns-names``): always a failure. A POLICY check is an opinion (``resources``, ``image-tag``, ``security-context``,
+``host-access``, ``network-policy``), whose level (error, warning, off) the author configures (dlcharts.config).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from dlcharts import findings
 from dlcharts.errors import DLChartsError, read_yaml
-from dlcharts.findings import Finding, format_path
+from dlcharts.findings import ERROR, POLICY, Finding, format_path
 from dlcharts.render import K8sObject
 
 Check = Callable[[list[K8sObject]], Iterable[Finding]]
@@ -69,9 +75,13 @@ _NAME_RULES: dict[str, str] = {
 _NAME_LIMITS = {"CronJob": 52, "Job": 63}
 
 
-def check(check_id: str) -> Callable[[Check], Check]:
+def check(check_id: str, kind: str, description: str) -> Callable[[Check], Check]:
+    """Register a check under ``check_id``: ``kind`` is ERROR (the API server or kubelet would refuse what it finds,
+    or it breaks the workload: always a failure) or POLICY (an opinion, whose level the author configures)."""
+
     def register(fn: Check) -> Check:
         CHECKS[check_id] = fn
+        findings.register(check_id, kind, description)
         return fn
 
     return register
@@ -125,7 +135,7 @@ def is_gpu_resource(name: str) -> bool:
     return name.startswith("nvidia.com/") or name.startswith("amd.com/") or "gpu" in name.lower()
 
 
-@check("resources")
+@check("resources", POLICY, "containers set CPU and memory requests and a memory limit")
 def _resources(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         for pod in pod_specs(obj):
@@ -139,7 +149,7 @@ def _resources(objects: list[K8sObject]) -> Iterator[Finding]:
                     yield _finding(obj, [*path, "resources"], msg, "resources")
 
 
-@check("gpu-limits")
+@check("gpu-limits", ERROR, "a GPU (extended resource) request has an equal limit; the API server refuses any other")
 def _gpu_limits(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         for pod in pod_specs(obj):
@@ -157,7 +167,7 @@ def _gpu_limits(objects: list[K8sObject]) -> Iterator[Finding]:
                         yield _finding(obj, [*path, "resources", "requests", name], msg, "gpu-limits")
 
 
-@check("image-tag")
+@check("image-tag", POLICY, "images are pinned to a tag other than latest, or a digest")
 def _image_tag(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         for pod in pod_specs(obj):
@@ -172,7 +182,7 @@ def _image_tag(objects: list[K8sObject]) -> Iterator[Finding]:
                     yield _finding(obj, [*path, "image"], msg, "image-tag")
 
 
-@check("duplicate-env")
+@check("duplicate-env", ERROR, "no env var is set twice in a container; Helm 4's server-side apply refuses it")
 def _duplicate_env(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         for pod in pod_specs(obj):
@@ -201,7 +211,12 @@ def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     return True
 
 
-@check("selector-labels")
+@check(
+    "selector-labels",
+    ERROR,
+    "a workload selector matches its pod template (else the API server refuses it) and uses no label whose value "
+    "changes between versions (else the next upgrade is refused)",
+)
 def _selector_labels(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         selector = (obj.body.get("spec") or {}).get("selector")
@@ -221,7 +236,7 @@ def _selector_labels(objects: list[K8sObject]) -> Iterator[Finding]:
                 yield _finding(obj, ["spec", "selector", "matchLabels", key], msg, "selector-labels")
 
 
-@check("service-selects")
+@check("service-selects", ERROR, "a Service's selector selects a pod of the release")
 def _service_selects(objects: list[K8sObject]) -> Iterator[Finding]:
     templates = [pod.labels for obj in objects for pod in pod_specs(obj) if not obj.is_hook]
     for obj in objects:
@@ -239,7 +254,7 @@ def _service_selects(objects: list[K8sObject]) -> Iterator[Finding]:
             yield _finding(obj, ["spec", "selector"], msg, "service-selects")
 
 
-@check("dns-names")
+@check("dns-names", ERROR, "names, hostnames and label values follow the rules the API server applies to each kind")
 def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         name = obj.name
@@ -322,7 +337,7 @@ def _is_root(uid: Any) -> bool:
     return uid is not None and str(uid).strip() == "0"
 
 
-@check("security-context")
+@check("security-context", POLICY, "pods meet Pod Security 'restricted'")
 def _security_context(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         for pod in pod_specs(obj):
@@ -375,7 +390,7 @@ def _container_problems(sc: dict[str, Any], psc: dict[str, Any], windows: bool) 
     return problems
 
 
-@check("host-access")
+@check("host-access", POLICY, "no host network, PID, IPC, path, port or privileged container")
 def _host_access(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
         for pod in pod_specs(obj):
@@ -436,7 +451,7 @@ def _rule_admits_port(rule: dict[str, Any], port: dict[str, Any]) -> bool:
     return False
 
 
-@check("network-policy")
+@check("network-policy", POLICY, "pods that listen are selected by an ingress NetworkPolicy of the release")
 def _network_policy(objects: list[K8sObject]) -> Iterator[Finding]:
     """Pods that listen (a containerPort, or selected by a Service of the release) must be selected by an
     ingress NetworkPolicy of the release; without one, every pod in the cluster can connect to them. A policy
@@ -474,8 +489,8 @@ def _network_policy(objects: list[K8sObject]) -> Iterator[Finding]:
             if not policies:
                 msg = (
                     f"its pods listen ({listens}) but no NetworkPolicy of the release selects them, so every pod "
-                    "in the cluster can connect; add one that admits only the peers that need them (the training "
-                    "charts: networkPolicy.enabled), or exempt it with the reason"
+                    "in the cluster can connect; add one that admits only the peers that need them, or exempt it "
+                    "with the reason"
                 )
                 yield _finding(obj, [*pod.path[:-1], "metadata", "labels"], msg, "network-policy")
                 continue
@@ -545,11 +560,12 @@ def run_policies(
     exemptions: Iterable[Exemption] = (),
     checks: Iterable[str] | None = None,
 ) -> list[Finding]:
-    """Run the checks (all by default) over one render and drop what the chart's exemptions cover."""
+    """Run the checks (all by default; ``checks`` names them) over one render and drop what the chart's exemptions
+    cover."""
     objs = list(objects)
     exempt = list(exemptions)
     findings: list[Finding] = []
-    for check_id in checks or CHECKS:
+    for check_id in CHECKS if checks is None else checks:
         for finding in CHECKS[check_id](objs):
             if not any(e.covers(finding) for e in exempt):
                 findings.append(finding)

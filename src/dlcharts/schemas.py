@@ -241,7 +241,7 @@ def schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
                 obj.source,
                 obj.ref(),
                 "",
-                f"no schema for {obj.key.api_version} {obj.kind} in Kubernetes {kube_version} or the bundled CRDs; "
+                f"no schema for {obj.key.api_version} {obj.kind} in the Kubernetes schemas or the bundled CRDs; "
                 "check the apiVersion (is it served in this version?), or hand its CRD over with --crd FILE "
                 "(pytest: --dlcharts-crd FILE), or exempt it (check id no-schema)",
                 "no-schema",
@@ -260,10 +260,19 @@ def api_rule_findings(objects: list[K8sObject], kube_version: str) -> list[Findi
     if not objects or (checker := apirules.rules(kube_version)) is None:
         return []
     return [
-        Finding(obj.source, obj.ref(), field, message, "api-rules", kube_version)
+        Finding(obj.source, obj.ref(), where, message, "api-rules", kube_version)
         for obj, problems in zip(objects, checker.problems_of([obj.body for obj in objects]), strict=True)
         for field, message in problems or []
+        for where in _fields_of(obj, field, message)
     ]
+
+
+def _fields_of(obj: K8sObject, field: str, message: str) -> list[str]:
+    """Where an API-rules error is: its field, or, for a quantity that does not parse (the object does not decode,
+    so the validator names no field), each field of the object whose value is not a quantity."""
+    if field or "quantities must match" not in message:
+        return [field]
+    return apirules.unparsed_quantities(obj.body) or [field]
 
 
 def _explain(error: ValidationError, obj: K8sObject, kube_version: str) -> list[Finding]:

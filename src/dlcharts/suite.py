@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dlcharts.config import Levels
 from dlcharts.errors import DLChartsError, RenderError
 from dlcharts.findings import Finding
-from dlcharts.policies import SCHEMA_CHECKS, Exemption, run_policies
+from dlcharts.policies import CHECKS, SCHEMA_CHECKS, Exemption, run_policies
 from dlcharts.render import Rendered, Renderer, RenderRequest, chart_yaml
 from dlcharts.schemas import validate_objects
 
@@ -166,12 +167,22 @@ def all_scenarios(root: Path) -> list[Scenario]:
     return [s for chart in discover_charts(root) for s in scenarios(chart)]
 
 
-def check_rendered(rendered: Rendered, exemptions: Iterable[Exemption] = (), policies: bool = True) -> list[Finding]:
-    """Schema findings for the render's Kubernetes version, plus policy findings the exemptions leave."""
-    findings = exempted(validate_objects(rendered, rendered.request.kube_version), exemptions)
+def check_rendered(
+    rendered: Rendered, exemptions: Iterable[Exemption] = (), policies: bool = True, levels: Levels | None = None
+) -> list[Finding]:
+    """Schema findings for the render's Kubernetes version, plus policy findings the exemptions leave. With
+    ``levels`` (dlcharts.config), each finding gets its level and the policies that are off do not run; without, a
+    policy finding is an error."""
+    exempt = list(exemptions)
+    findings = exempted(validate_objects(rendered, rendered.request.kube_version), exempt)
     if policies:
-        findings += run_policies(rendered, exemptions)
-    return findings
+        findings += run_policies(rendered, exempt, _running(levels))
+    return levels.apply(findings) if levels is not None else findings
+
+
+def _running(levels: Levels | None) -> list[str] | None:
+    """The checks to run at ``levels`` (None: all)."""
+    return None if levels is None else levels.running(CHECKS)
 
 
 def check_scenario(
@@ -182,10 +193,12 @@ def check_scenario(
     release: str | None = None,
     namespace: str | None = None,
     server: Callable[[Rendered], list[Finding]] | None = None,
+    levels: Levels | None = None,
 ) -> list[Finding]:
     """Every finding for one scenario: schemas for each Kubernetes version, policies on the newest render and
     on a render with a 40-character release name. ``release``/``namespace`` beat the scenario's own. ``server``
-    (dlcharts.install.dryrun.ServerCheck.findings) adds an API server's verdict on each version's render."""
+    (dlcharts.install.dryrun.ServerCheck.findings) adds an API server's verdict on each version's render.
+    ``levels`` as for ``check_rendered``."""
     versions = list(kube_versions)
     exempt = list(exemptions)
     findings: list[Finding] = []
@@ -194,7 +207,8 @@ def check_scenario(
         findings += exempted(validate_objects(rendered, version), exempt)
         if server is not None:
             findings += server(rendered)
-    return findings + scenario_policy_findings(renderer, scenario, versions[-1], exempt, release, namespace)
+    findings += scenario_policy_findings(renderer, scenario, versions[-1], exempt, release, namespace, levels)
+    return levels.apply(findings) if levels is not None else findings
 
 
 def exempted(findings: Iterable[Finding], exemptions: Iterable[Exemption]) -> list[Finding]:
@@ -210,16 +224,31 @@ def scenario_policy_findings(
     exemptions: Iterable[Exemption] = (),
     release: str | None = None,
     namespace: str | None = None,
+    levels: Levels | None = None,
 ) -> list[Finding]:
-    """The policy findings of one scenario the exemptions leave: every check on the render for ``kube_version``,
-    names also on a render with a 40-character release name."""
+    """The policy findings of one scenario the exemptions leave: every check (that ``levels`` leaves on) on the
+    render for ``kube_version``, names also on a render with a 40-character release name."""
     exempt = list(exemptions)
-    findings = run_policies(renderer.render(scenario.request(kube_version, release, namespace)), exempt)
-    long_name = renderer.render(scenario.request(kube_version, LONG_RELEASE, namespace))
-    return findings + [
-        dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
-        for f in run_policies(long_name, exempt, checks=["dns-names"])
-    ]
+    running = _running(levels)
+    findings = run_policies(renderer.render(scenario.request(kube_version, release, namespace)), exempt, running)
+    if running is None or "dns-names" in running:
+        long_name = renderer.render(scenario.request(kube_version, LONG_RELEASE, namespace))
+        findings += [
+            dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
+            for f in run_policies(long_name, exempt, checks=["dns-names"])
+        ]
+    return levels.apply(findings) if levels is not None else findings
+
+
+def namespace_hint(error: RenderError) -> str:
+    """For a render that failed in the ``default`` namespace with a message about the namespace (a chart that
+    refuses ``default``, as node agents and operators often do): how to give the scenario its own."""
+    if "namespace=default" not in error.inputs.split() or "namespace" not in error.stderr.lower():
+        return ""
+    return (
+        "hint: the chart seems to refuse the namespace `default`; give one with --namespace NAME (pytest: "
+        "render(..., namespace=NAME)), or in the scenario's values file: `# @dlcharts namespace: NAME`"
+    )
 
 
 def stale_exemptions(
