@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from dlcharts import __version__, native, render_server, toolchain
+from dlcharts import __version__, checks, config, native, output, render_server, toolchain
 from dlcharts.cluster import cli as cluster_cli
 from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaError, read_yaml
-from dlcharts.findings import Finding, report
+from dlcharts.findings import OFF, Finding, merged, report
 from dlcharts.helm import HELM_OPTION_HELP, find_helm
 from dlcharts.policies import Exemption, load_exemptions
-from dlcharts.render import Rendered, Renderer, RenderRequest, default_cache_dir
+from dlcharts.render import Renderer, RenderRequest, default_cache_dir
 from dlcharts.schemas import schema_set_for, use_crd_schemas
 from dlcharts.snapshots import SnapshotMismatch, assert_snapshot
 from dlcharts.suite import (
@@ -33,6 +33,7 @@ from dlcharts.suite import (
     check_scenario,
     discover_charts,
     ignored_ci_warnings,
+    namespace_hint,
     stale_exemptions,
 )
 
@@ -43,9 +44,11 @@ DEFAULT_EXEMPTIONS = Path("ci/policy-exemptions.yaml")
 DEFAULT_SNAPSHOTS = Path("tests/snapshots")
 EPILOG = f"""\
 exit codes:
-  0  every check passed
-  1  findings: schema or policy findings, a scenario helm could not render, a snapshot mismatch, a stale
-     policy exemption (one that covers nothing, or names a chart or object that is not there)
+  0  every check passed (validate: warnings alone pass)
+  1  findings: an error-level finding (schema, API rules, or a policy configured as an error), a scenario helm
+     could not render, a snapshot mismatch, a stale policy exemption (one that covers nothing, or names a chart or
+     object that is not there), a check that could not run in this install (validate: NOT CHECKED in the summary
+     line; --allow-missing-checks or missing-checks = "warning" makes it information)
   2  usage or environment error (a bad path, option or file; helm missing): nothing was checked
   3  internal error: a bug in dlcharts, never a finding; please report it with the traceback
 
@@ -135,18 +138,6 @@ def _problems(findings: Sequence[Finding]) -> str:
     return report(findings) if findings else ""
 
 
-def _scenario_problems(
-    renderer: Renderer,
-    scenario: Scenario,
-    versions: list[str],
-    exemptions: list[Exemption],
-    release: str | None = None,
-    namespace: str | None = None,
-    server: Callable[[Rendered], list[Finding]] | None = None,
-) -> str:
-    return _problems(check_scenario(renderer, scenario, versions, exemptions, release, namespace, server))
-
-
 def cmd_render(args: argparse.Namespace) -> int:
     chart = _one_chart(args.path, "render takes one chart")
     versions = args.kube_version or [KUBE_VERSIONS[-1]]
@@ -172,50 +163,72 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.all_versions and args.kube_version:
         raise DLChartsError("--all-versions and --kube-version exclude each other; give one")
     versions = list(KUBE_VERSIONS) if args.all_versions else args.kube_version or [KUBE_VERSIONS[-1]]
-    exemptions_file = Path(args.exemptions) if args.exemptions else DEFAULT_EXEMPTIONS
-    if args.exemptions and not exemptions_file.is_file():
-        raise DLChartsError(f"--exemptions {args.exemptions}: no such file")
+    settings = config.discover(Path(args.path)).overridden(
+        OFF if args.errors_only else args.policies, args.policy, args.allow_missing_checks
+    )
+    if args.exemptions:
+        exemptions_file = Path(args.exemptions)
+        if not exemptions_file.is_file():
+            raise DLChartsError(f"--exemptions {args.exemptions}: no such file")
+    elif (configured := settings.exemptions) is not None:
+        exemptions_file = configured
+        if not exemptions_file.is_file():
+            raise DLChartsError(f"{settings.path}: exemptions = {exemptions_file}: no such file")
+    else:
+        exemptions_file = DEFAULT_EXEMPTIONS
     exemptions = load_exemptions(exemptions_file)
     use_crd_schemas(Path(crd) for crd in args.crd)
+    checks.reset()
     server = None
     if args.server:
         from dlcharts.install.dryrun import ServerCheck
 
         server = ServerCheck(versions)
+    document = args.format != "text"
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    progress = sys.stderr if document and not args.output else sys.stdout
     try:
-        return _validate(args, versions, exemptions, exemptions_file, server)
+        run = _validate(args, versions, settings, exemptions, exemptions_file, server, progress if document else out)
+        if server is not None and server.unserved:
+            print(f"not sent to the API server (it has no CRD for them; their schemas were checked): "
+                  f"{', '.join(sorted(server.unserved))}", file=progress if document else out)  # fmt: skip
+        if document:
+            out.write(output.to_json(run) if args.format == "json" else output.to_sarif(run))
+        return run.exit_code
     finally:
         if server is not None:
-            if server.unserved:
-                print(f"not sent to the API server (it has no CRD for them; their schemas were checked): "
-                      f"{', '.join(sorted(server.unserved))}")  # fmt: skip
             server.close()
+        if out is not sys.stdout:
+            out.close()
 
 
 def _validate(
     args: argparse.Namespace,
     versions: list[str],
+    settings: config.Config,
     exemptions: dict[str, list[Exemption]],
     exemptions_file: Path,
     server: ServerCheck | None,
-) -> int:
+    out: TextIO,
+) -> output.Run:
     check = server.findings if server is not None else None
-    cases: list[tuple[str, Callable[[], str]]]
+    cases: list[tuple[str, Path | None, Callable[[], list[Finding] | str]]]
     if args.values or args.set or args.api_versions:
         chart = _one_chart(args.path, "-f, --set and --api-versions apply to one chart")
         requests = [_request(args, chart, v) for v in versions]
         exempt = exemptions.get(chart_name(chart), [])
+        levels = settings.levels(chart_name(chart))
         renderer = _renderer(args)
 
-        def custom() -> str:  # schemas for each version, policies on the newest
+        def custom() -> list[Finding]:  # schemas for each version, policies on the newest
             findings = []
             for request in requests:
                 rendered = renderer.render(request)
-                findings += check_rendered(rendered, exempt, request is requests[-1])
-                findings += check(rendered) if check is not None else []
-            return _problems(findings)
+                findings += check_rendered(rendered, exempt, request is requests[-1], levels)
+                findings += levels.apply(check(rendered)) if check is not None else []
+            return findings
 
-        cases = [(f"{chart_name(chart)} (custom values)", custom)]
+        cases = [(f"{chart_name(chart)} (custom values)", chart, custom)]
         scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
     else:
         scenarios = all_scenarios(Path(args.path))
@@ -223,21 +236,69 @@ def _validate(
             print(warning, file=sys.stderr)
         renderer = _renderer(args)
         cases = [
-            (s.id, functools.partial(_scenario_problems, renderer, s, versions, exemptions.get(s.chart_name, []),
-                                     args.release, args.namespace, check))
+            (s.id, s.chart, functools.partial(check_scenario, renderer, s, versions, exemptions.get(s.chart_name, []),
+                                              args.release, args.namespace, check, settings.levels(s.chart_name)))
             for s in scenarios
         ]  # fmt: skip
     known = _chart_names_beside(Path(args.path))
-    if exemptions and (args.exemptions or known & set(exemptions)):  # else the default file is about other charts
+    stale_case = None
+    if exemptions and (args.exemptions or settings.exemptions or known & set(exemptions)):
+        # else the default file is about other charts
 
         def stale() -> str:
             stale = stale_exemptions(renderer, scenarios, exemptions, known, versions[-1], args.release, args.namespace)
             return "\n".join(stale)
 
-        cases.append((f"policy exemptions ({exemptions_file})", stale))
+        stale_case = f"policy exemptions ({exemptions_file})"
+        cases.append((stale_case, None, stale))
     where = exemptions_file if exemptions_file.is_file() else f"none ({exemptions_file} not found)"
-    print(f"Kubernetes {', '.join(versions)}; policy exemptions: {where}")
-    return run_cases(cases, args.junit_xml, "dlcharts.validate")
+    print(f"Kubernetes {', '.join(versions)}; config: {settings.describe()}; policy exemptions: {where}", file=out)
+    results = []
+    for name, where_from, case in cases:
+        started = time.perf_counter()
+        found: list[Finding] = []
+        try:
+            got = case()
+            problem, found = (got, []) if isinstance(got, str) else ("", got)
+        except (RenderError, ManifestError) as exc:
+            problem = str(exc)
+            hint = namespace_hint(exc) if isinstance(exc, RenderError) else ""
+            problem += f"\n{hint}" if hint else ""
+        result = output.Result(
+            name, where_from, tuple(found), problem, time.perf_counter() - started,
+            exemptions_file if name == stale_case else None,
+        )  # fmt: skip
+        results.append(result)
+        warned = len(merged(result.warnings))
+        note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+        if result.failed:
+            print(f"FAIL {name}{note}\n{_failure(result)}", file=out, flush=True)
+        else:
+            print(f"PASS {name}{note}", file=out, flush=True)
+    with_warnings = [r for r in results if r.warnings]
+    if with_warnings:
+        print("warnings (reported, not failing; a policy's level is set in [tool.dlcharts] or .dlcharts.yaml):",
+              file=out)  # fmt: skip
+        for result in with_warnings:
+            print(f"WARN {result.name}\n{report(result.warnings)}", file=out)
+    failed = sum(1 for r in results if r.failed)
+    missing = bool(checks.missing()) and settings.missing_checks_fail
+    run = output.Run(
+        results, versions, settings.path, exemptions_file if exemptions_file.is_file() else None,
+        settings.missing_checks, 1 if failed or missing else 0,
+    )  # fmt: skip
+    warned = run.warning_count
+    summary = f"{len(results) - failed} passed, {failed} failed, {warned} warning{'s' if warned != 1 else ''}"
+    print(summary + checks.summary(allowed=not settings.missing_checks_fail), file=out)
+    if args.junit_xml:
+        outcomes = [Outcome(r.name, _failure(r) if r.failed else "", r.seconds) for r in results]
+        write_junit(Path(args.junit_xml), "dlcharts.validate", outcomes)
+    return run
+
+
+def _failure(result: output.Result) -> str:
+    """Why a case failed: its render or exemptions problem, and its error-level findings."""
+    return "\n".join(part for part in (result.problem, _problems(result.errors)) if part)
 
 
 def _chart_names_beside(path: Path) -> set[str]:
@@ -370,6 +431,22 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--all-versions", action="store_true", help=f"every version of {', '.join(KUBE_VERSIONS)}")
     validate.add_argument("--exemptions", help=f"policy exemptions file (default: {DEFAULT_EXEMPTIONS} if present)")
     validate.add_argument("--junit-xml", help="write a JUnit XML report here")
+    validate.add_argument("--format", choices=["text", "json", "sarif"], default="text",
+                          help="the report: text (default), json (dlcharts.output documents it) or sarif (2.1.0); "
+                          "json and sarif go to --output or stdout, the progress lines then to stderr")  # fmt: skip
+    validate.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
+    levels = validate.add_argument_group(
+        "levels", "errors (what the API server or kubelet refuses, or what breaks the workload) always fail; a "
+        "policy's level comes from [tool.dlcharts] in pyproject.toml or .dlcharts.yaml, the nearest above the path "
+        "(default: warning); these beat it",
+    )  # fmt: skip
+    levels.add_argument("--policies", choices=config.POLICY_LEVELS, help="the level of every policy")
+    levels.add_argument("--policy", action="append", default=[], metavar="ID=LEVEL",
+                        help="one policy's level, e.g. network-policy=off (repeatable)")  # fmt: skip
+    levels.add_argument("--errors-only", action="store_true", help="schemas and API rules alone: --policies off")
+    levels.add_argument("--allow-missing-checks", action="store_true",
+                        help="a check that cannot run in this install (the API rules' validator missing) is named "
+                        "in the summary but does not fail the run")  # fmt: skip
     validate.add_argument("--crd", action="append", default=[], metavar="FILE",
                           help="validate custom resources with the CustomResourceDefinitions in FILE (YAML, or a "
                           "folder of YAML files; repeatable); they beat the bundled CRDs")  # fmt: skip

@@ -10,6 +10,13 @@ A chart author's whole test file can be::
     @pytest.mark.parametrize("scenario", scenarios_in(Path(__file__).parents[1] / "charts"), ids=str)
     def test_scenario(scenario, render, assert_valid):
         assert_valid(render(scenario))
+
+The plugin is quiet in a session that does not use it: it loads with every pytest session of the environment, so
+its hooks import nothing beyond pytest and start nothing, and each fixture imports what it needs when first used.
+Nothing is ever built here (``dlcharts tools`` or ``make tools`` builds the Go helpers); a session's renderer and
+validator are located when first used, in each pytest-xdist worker. A check that cannot run (dlcharts.checks) fails
+``assert_valid`` and ``find_problems`` with the reason, or, where the author's configuration says
+``missing-checks = "warning"``, is a pytest warning; the terminal summary names it either way.
 """
 
 from __future__ import annotations
@@ -19,27 +26,22 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import yaml
 
-from dlcharts import native, render_server
-from dlcharts.errors import DLChartsError
-from dlcharts.findings import Finding, report
-from dlcharts.helm import HELM_OPTION_HELP, Helm, find_helm
-from dlcharts.policies import Exemption, load_exemptions
-from dlcharts.render import Rendered, Renderer, RenderRequest, default_cache_dir
-from dlcharts.schemas import use_crd_schemas
-from dlcharts.snapshots import assert_snapshot
-from dlcharts.suite import (
-    KUBE_VERSIONS,
-    Scenario,
-    all_scenarios,
-    chart_name,
-    check_rendered,
-    ignored_ci_warnings,
-    stale_exemptions,
+if TYPE_CHECKING:
+    from dlcharts.config import Config
+    from dlcharts.findings import Finding
+    from dlcharts.helm import Helm
+    from dlcharts.policies import Exemption
+    from dlcharts.render import Rendered, Renderer
+    from dlcharts.suite import Scenario
+
+# dlcharts.helm.HELM_OPTION_HELP without its list (which costs importing the toolchain at every session's start)
+HELM_OPTION_HELP = (
+    "pinned helm to use, such as helm-v3.18.0 (`dlcharts --version` names the pinned ones); beats $HELM_BIN, which "
+    "beats $DLCHARTS_HELM"
 )
 
 
@@ -65,18 +67,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    crds = config.getoption("--dlcharts-crd", default=None) or []
+    if not crds:
+        return
+    from dlcharts.errors import DLChartsError
+    from dlcharts.schemas import use_crd_schemas
+
     try:
-        use_crd_schemas(Path(crd) for crd in config.getoption("--dlcharts-crd", default=None) or [])
+        use_crd_schemas(Path(crd) for crd in crds)
     except DLChartsError as exc:
         raise pytest.UsageError(f"--dlcharts-crd: {exc}") from None
 
 
 def _kube_versions(config: pytest.Config) -> list[str]:
+    from dlcharts.suite import KUBE_VERSIONS
+
     return list(config.getoption("--dlcharts-kube-version") or KUBE_VERSIONS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dlcharts_scenario" in metafunc.fixturenames:
+        from dlcharts.errors import DLChartsError
+        from dlcharts.suite import all_scenarios, ignored_ci_warnings
+
         root = metafunc.config.rootpath / str(metafunc.config.getini("dlcharts_charts"))
         try:  # a wrong or empty folder is an error, never zero tests that pass
             found = all_scenarios(root)
@@ -92,68 +105,106 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def helm(pytestconfig: pytest.Config) -> Helm:
     """The verified helm binary this session renders with."""
+    from dlcharts.errors import DLChartsError
+    from dlcharts.helm import find_helm
+
     try:
         return find_helm(pytestconfig.getoption("--dlcharts-helm"))
     except DLChartsError as exc:
         pytest.fail(str(exc), pytrace=False)
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Build the in-process renderers once, here in the controller, before pytest-xdist starts its workers (they
-    only find them built); where that fails, say why once: every worker then renders with the helm binary."""
-    if hasattr(session.config, "workerinput"):
-        return
-    try:
-        if render_server.renderer_mode() == "binary":
-            return
-        native.build_all()
-    except DLChartsError as exc:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        line = f"dlcharts: in-process renderer unavailable ({exc}); rendering with the helm binary"
-        if reporter is not None:
-            reporter.write_line(line)
-        else:
-            print(line, file=sys.stderr)
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # a pytest-xdist worker: the controller adds up every worker's counts
-        workeroutput["dlcharts_compared"] = dict(render_server.COMPARED)
+        render_server = sys.modules.get("dlcharts.render_server")
+        if render_server is not None:
+            workeroutput["dlcharts_compared"] = dict(render_server.COMPARED)
+        checks = sys.modules.get("dlcharts.checks")
+        if checks is not None:
+            workeroutput["dlcharts_not_checked"] = [list(vars(e).values()) for e in checks.missing()]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    render_server.COMPARED.update(getattr(node, "workeroutput", {}).get("dlcharts_compared", {}))
+    output = getattr(node, "workeroutput", {})
+    if output.get("dlcharts_compared"):
+        from dlcharts import render_server
+
+        render_server.COMPARED.update(output["dlcharts_compared"])
+    if output.get("dlcharts_not_checked"):
+        from dlcharts import checks
+
+        for what, minor, tool, reason in output["dlcharts_not_checked"]:
+            checks.not_run(what, minor, tool, reason)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    compared = render_server.COMPARED
-    if compared["renders"] or config.getoption("--dlcharts-compare-renderers", default=False):
+    render_server = sys.modules.get("dlcharts.render_server")
+    compared = render_server.COMPARED if render_server is not None else {}
+    if compared.get("renders") or config.getoption("--dlcharts-compare-renderers", default=False):
         terminalreporter.write_line(
-            f"dlcharts: in-process renderer vs helm binary: {compared['identical']}/{compared['renders']} "
-            "renders identical"
+            f"dlcharts: in-process renderer vs helm binary: {compared.get('identical', 0)}/"
+            f"{compared.get('renders', 0)} renders identical"
         )
+    checks = sys.modules.get("dlcharts.checks")
+    for entry in checks.missing() if checks is not None else []:
+        terminalreporter.write_line(f"dlcharts: NOT CHECKED: {entry}", yellow=True)
 
 
 @pytest.fixture(scope="session")
 def chart_renderer(helm: Helm, pytestconfig: pytest.Config) -> Renderer:
     """The session's Renderer: the in-process renderer for ``helm`` (the binary where it is unavailable)."""
+    from dlcharts.render import Renderer, default_cache_dir
+
     compare = bool(pytestconfig.getoption("--dlcharts-compare-renderers"))
     cache = None if compare or pytestconfig.getoption("--dlcharts-no-cache") else default_cache_dir()
     return Renderer(helm, cache_dir=cache, compare=compare)
 
 
 @pytest.fixture(scope="session")
-def exemptions(pytestconfig: pytest.Config, chart_renderer: Renderer) -> dict[str, list[Exemption]]:
+def dlcharts_config(pytestconfig: pytest.Config) -> Callable[[Path], Config]:
+    """``dlcharts_config(chart)`` -> the author's configuration for a chart (dlcharts.config: the nearest
+    ``[tool.dlcharts]`` or ``.dlcharts.yaml`` above it), read once per folder."""
+    from dlcharts import config
+    from dlcharts.errors import DLChartsError
+
+    found: dict[Path, Config] = {}
+
+    def _config(chart: Path) -> Config:
+        folder = Path(chart).resolve()
+        if folder not in found:
+            try:
+                found[folder] = config.discover(folder)
+            except DLChartsError as exc:
+                pytest.fail(str(exc), pytrace=False)
+        return found[folder]
+
+    return _config
+
+
+@pytest.fixture(scope="session")
+def exemptions(
+    pytestconfig: pytest.Config, chart_renderer: Renderer, dlcharts_config: Callable[[Path], Config]
+) -> dict[str, list[Exemption]]:
     """The policy exemptions file, checked first: one that covers nothing in the scenarios of the
-    ``dlcharts_charts`` folder, or names a chart or object that is not there, fails every test that uses it."""
-    path = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_exemptions"))
+    ``dlcharts_charts`` folder, or names a chart or object that is not there, fails every test that uses it.
+    The ``dlcharts_exemptions`` ini option names it; else the configuration's ``exemptions``; else
+    ``ci/policy-exemptions.yaml``."""
+    from dlcharts.errors import DLChartsError
+    from dlcharts.policies import load_exemptions
+    from dlcharts.suite import all_scenarios, stale_exemptions
+
+    root = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_charts"))
+    configured = dlcharts_config(root).exemptions if root.exists() else None
+    if "dlcharts_exemptions" in pytestconfig.inicfg or configured is None:
+        path = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_exemptions"))
+    else:
+        path = configured
     try:
         loaded = load_exemptions(path)
         if not loaded:
             return loaded
-        root = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_charts"))
         found = all_scenarios(root)
         stale = stale_exemptions(chart_renderer, found, loaded, {s.chart_name for s in found})
     except DLChartsError as exc:
@@ -163,7 +214,7 @@ def exemptions(pytestconfig: pytest.Config, chart_renderer: Renderer) -> dict[st
     return loaded
 
 
-RenderFn = Callable[..., Rendered]
+RenderFn = Callable[..., "Rendered"]
 
 
 @pytest.fixture(scope="session")
@@ -171,7 +222,14 @@ def render(chart_renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -
     """``render(chart_or_scenario, values={...}, set=[...], set_file=[...], values_files=[...], release=...,
     namespace=..., kube_version=..., api_versions=[...])`` -> Rendered. ``set_file`` items are helm
     ``--set-file`` pairs ("script=train.py"). Values dicts are written to files named by content, so identical
-    inputs hit the render cache."""
+    inputs hit the render cache. A chart that refuses the ``default`` namespace fails with a hint naming
+    ``namespace=`` and the scenario directive ``# @dlcharts namespace:``."""
+    import yaml
+
+    from dlcharts.errors import RenderError
+    from dlcharts.render import RenderRequest
+    from dlcharts.suite import KUBE_VERSIONS, Scenario, namespace_hint
+
     values_dir = tmp_path_factory.mktemp("dlcharts-values")
 
     def _render(
@@ -199,33 +257,73 @@ def render(chart_renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -
             path = values_dir / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.yaml"
             path.write_text(text)
             files.append(path)
-        return chart_renderer.render(
-            RenderRequest(chart, tuple(files), tuple(set), release or "release", namespace or "default",
-                          kube_version or KUBE_VERSIONS[-1], tuple(apis), tuple(set_file))
-        )  # fmt: skip
+        try:
+            return chart_renderer.render(
+                RenderRequest(chart, tuple(files), tuple(set), release or "release", namespace or "default",
+                              kube_version or KUBE_VERSIONS[-1], tuple(apis), tuple(set_file))
+            )  # fmt: skip
+        except RenderError as exc:
+            hint = namespace_hint(exc)
+            if not hint:
+                raise
+            raise RenderError(exc.chart, exc.inputs, f"{exc.stderr}\n{hint}") from None
 
     return _render
 
 
 @pytest.fixture(scope="session")
-def find_problems(exemptions: dict[str, list[Exemption]]) -> Callable[..., list[Finding]]:
-    """``find_problems(rendered, policies=True)`` -> schema and policy findings (the chart's exemptions applied)."""
+def find_problems(
+    exemptions: dict[str, list[Exemption]], dlcharts_config: Callable[[Path], Config]
+) -> Callable[..., list[Finding]]:
+    """``find_problems(rendered, policies=True)`` -> schema and policy findings (the chart's exemptions applied),
+    each at its level (``finding.level``: error or warning; policies configured off do not run). A check that could
+    not run for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``)."""
+    from dlcharts.suite import chart_name, check_rendered
 
     def _find(rendered: Rendered, policies: bool = True) -> list[Finding]:
-        return check_rendered(rendered, exemptions.get(chart_name(rendered.request.chart), []), policies)
+        chart = rendered.request.chart
+        settings = dlcharts_config(chart)
+        name = chart_name(chart)
+        findings = check_rendered(rendered, exemptions.get(name, []), policies, settings.levels(name))
+        _missing_checks(rendered, settings)
+        return findings
 
     return _find
 
 
+def _missing_checks(rendered: Rendered, settings: Config) -> None:
+    """Fail (or warn) when a check could not run for ``rendered``'s Kubernetes minor."""
+    from dlcharts import checks
+    from dlcharts.apirules import minor
+
+    missing = checks.missing(minor(rendered.request.kube_version))
+    if not missing:
+        return
+    text = "; ".join(str(entry) for entry in missing)
+    where = f"{rendered.request.chart.name} ({rendered.request.describe()})"
+    if settings.missing_checks_fail:
+        pytest.fail(
+            f'{where}: NOT CHECKED: {text}. Make the check available, or allow it with missing-checks = "warning" '
+            f"in {settings.path or 'pyproject.toml [tool.dlcharts]'}",
+            pytrace=False,
+        )
+    warnings.warn(pytest.PytestWarning(f"dlcharts: {where}: NOT CHECKED (allowed): {text}"), stacklevel=3)
+
+
 @pytest.fixture(scope="session")
 def assert_valid(find_problems: Callable[..., list[Finding]]) -> Callable[..., None]:
-    """``assert_valid(rendered)`` fails the test with a readable report of every finding."""
+    """``assert_valid(rendered)`` fails the test with a readable report of every error-level finding; findings at
+    level warning (policies the configuration reports without failing) are a pytest warning each render."""
+    from dlcharts.findings import report
 
     def _assert(rendered: Rendered, policies: bool = True) -> None:
         findings = find_problems(rendered, policies)
+        errors = [f for f in findings if f.is_error]
+        where = f"{rendered.request.chart.name} ({rendered.request.describe()})"
+        if errors:
+            pytest.fail(f"{where}:\n{report(findings)}", pytrace=False)
         if findings:
-            pytest.fail(f"{rendered.request.chart.name} ({rendered.request.describe()}):\n{report(findings)}",
-                        pytrace=False)  # fmt: skip
+            warnings.warn(pytest.PytestWarning(f"dlcharts: {where}:\n{report(findings)}"), stacklevel=2)
 
     return _assert
 
@@ -234,6 +332,8 @@ def assert_valid(find_problems: Callable[..., list[Finding]]) -> Callable[..., N
 def snapshot(pytestconfig: pytest.Config) -> Callable[[Rendered, str], None]:
     """``snapshot(rendered, "chart/scenario")`` compares with (or, with --dlcharts-update-snapshots, writes) the
     golden file ``<dlcharts_snapshots>/chart/scenario.yaml``."""
+    from dlcharts.snapshots import assert_snapshot
+
     root = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_snapshots"))
     update = bool(pytestconfig.getoption("--dlcharts-update-snapshots"))
 
@@ -247,6 +347,7 @@ def snapshot(pytestconfig: pytest.Config) -> Callable[[Rendered, str], None]:
 def cluster(pytestconfig: pytest.Config) -> Iterator[Any]:
     """A running cluster for the session: the embedded control plane by default, or a kubeconfig's."""
     from dlcharts.cluster.providers import open_cluster
+    from dlcharts.errors import DLChartsError
 
     provider = pytestconfig.getoption("--dlcharts-cluster") or "embedded"
     try:

@@ -1,0 +1,243 @@
+"""``dlcharts validate``'s reports for machines: JSON (its own stable structure) and SARIF 2.1.0.
+
+JSON, ``"version": 1`` (keys are only ever added within a version)::
+
+    {"version": 1, "dlcharts": "0.9.0", "config": "/repo/pyproject.toml" | null, "exemptions": "ci/..." | null,
+     "kube_versions": ["1.35.0"],
+     "summary": {"passed": 2, "failed": 0, "warnings": 3, "exit_code": 1},
+     "missing_checks": "error" | "warning",
+     "not_checked": [{"check": "the API server's rules", "minor": "1.35", "tool": "k8s-validate", "reason": "..."}],
+     "schemas_only": ["1.30"],
+     "scenarios": [{"name": "webapp/01-default", "chart": "charts/webapp" | null, "status": "passed" | "failed",
+                    "problem": "helm could not render ..." | null,
+                    "findings": [{"kind": "error" | "policy", "level": "error" | "warning", "check": "schema",
+                                  "object": "Deployment/web", "path": "spec.replicas", "message": "...",
+                                  "source": "webapp/templates/deployment.yaml", "kube_versions": ["1.35.0"]}]}]}
+
+A finding made alike on several Kubernetes versions is one entry listing them. ``problem`` is what fails a scenario
+other than a finding: a render helm refused, or stale policy exemptions (the ``policy exemptions (<file>)`` entry).
+
+SARIF follows kube-linter's use of it: one run of the tool ``dlcharts``, a rule per check id with a short
+description, a result per finding with its ``ruleId``, ``level`` (error or warning), message and a physical
+location at the chart's template file (the finding's ``source``, a path relative to the working directory where the
+chart lies under it, else to the chart's parent folder), the object as a logical location; a render helm refused is
+a ``render`` result at the chart's Chart.yaml, a stale exemption a ``stale-exemption`` result at the exemptions file.
+A check that could not run is a tool execution notification of the run's invocation (``executionSuccessful`` false
+unless the author allows it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dlcharts import __version__, checks
+from dlcharts.findings import DESCRIPTIONS, ERROR, Finding, merged
+
+JSON_VERSION = 1
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_EXTRA_RULES = {
+    "render": "helm could not render the scenario",
+    "stale-exemption": "a policy exemption covers nothing, or names a chart that is not there",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One case of a run: a scenario (or custom values) with its findings at their levels, or the exemptions file."""
+
+    name: str
+    chart: Path | None
+    findings: tuple[Finding, ...] = ()
+    problem: str = ""  # a render helm refused, stale exemptions: fails the case
+    seconds: float = 0.0
+    exemptions: Path | None = None  # for the stale-exemptions case
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.level != ERROR]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problem or self.errors)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What ``dlcharts validate`` did, for a report."""
+
+    results: Sequence[Result]
+    kube_versions: Sequence[str]
+    config: Path | None
+    exemptions: Path | None
+    missing_checks: str  # "error" or "warning"
+    exit_code: int
+
+    @property
+    def warning_count(self) -> int:
+        return sum(len(merged(r.warnings)) for r in self.results)
+
+
+def to_json(run: Run) -> str:
+    failed = sum(1 for r in run.results if r.failed)
+    data = {
+        "version": JSON_VERSION,
+        "dlcharts": __version__,
+        "config": str(run.config) if run.config else None,
+        "exemptions": str(run.exemptions) if run.exemptions else None,
+        "kube_versions": list(run.kube_versions),
+        "summary": {
+            "passed": len(run.results) - failed,
+            "failed": failed,
+            "warnings": run.warning_count,
+            "exit_code": run.exit_code,
+        },
+        "missing_checks": run.missing_checks,
+        "not_checked": [
+            {"check": e.what, "minor": e.minor, "tool": e.tool, "reason": e.reason} for e in checks.missing()
+        ],
+        "schemas_only": checks.schema_only_minors(),
+        "scenarios": [
+            {
+                "name": r.name,
+                "chart": str(r.chart) if r.chart else None,
+                "status": "failed" if r.failed else "passed",
+                "problem": r.problem or None,
+                "findings": [_finding_json(f, versions) for f, versions in merged(r.findings).items()],
+            }
+            for r in run.results
+        ],
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _finding_json(finding: Finding, versions: list[str]) -> dict[str, Any]:
+    return {
+        "kind": finding.kind,
+        "level": finding.level,
+        "check": finding.check,
+        "object": finding.object,
+        "path": finding.path,
+        "message": finding.message,
+        "source": finding.source,
+        "kube_versions": versions,
+    }
+
+
+def to_sarif(run: Run) -> str:
+    rule_ids: list[str] = []
+    results: list[dict[str, Any]] = []
+
+    def rule(check_id: str) -> int:
+        if check_id not in rule_ids:
+            rule_ids.append(check_id)
+        return rule_ids.index(check_id)
+
+    for r in run.results:
+        for finding, versions in merged(r.findings).items():
+            where = f" @ {finding.path}" if finding.path else ""
+            on = f" (k8s {', '.join(versions)})" if versions else ""
+            results.append(
+                {
+                    "ruleId": finding.check,
+                    "ruleIndex": rule(finding.check),
+                    "level": "error" if finding.level == ERROR else "warning",
+                    "message": {"text": f"{finding.object}{where}: {finding.message}{on}"},
+                    "locations": [
+                        {
+                            "physicalLocation": {"artifactLocation": {"uri": _uri(r.chart, finding.source)}},
+                            "logicalLocations": [
+                                {
+                                    "name": finding.object,
+                                    "fullyQualifiedName": f"{finding.object}{where}",
+                                    "kind": "object",
+                                }
+                            ],
+                        }
+                    ],  # fmt: skip
+                    "properties": {"scenario": r.name, "kind": finding.kind, "kubeVersions": versions},
+                }
+            )
+        if r.problem:
+            check_id = "stale-exemption" if r.exemptions is not None else "render"
+            at = r.exemptions if r.exemptions is not None else (r.chart / "Chart.yaml" if r.chart else None)
+            result: dict[str, Any] = {
+                "ruleId": check_id,
+                "ruleIndex": rule(check_id),
+                "level": "error",
+                "message": {"text": f"{r.name}: {r.problem}"},
+                "properties": {"scenario": r.name},
+            }
+            if at is not None:
+                result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": _relative(at)}}}]
+            results.append(result)
+    missing = checks.missing()
+    notifications = [
+        {"level": "error" if run.missing_checks == ERROR else "warning", "message": {"text": f"NOT CHECKED: {e}"}}
+        for e in missing
+    ] + [
+        {"level": "note", "message": {"text": f"Kubernetes {m}: schemas only (no validator of its API rules exists)"}}
+        for m in checks.schema_only_minors()
+    ]
+    sarif = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "dlcharts",
+                        "version": __version__,
+                        "rules": [
+                            {
+                                "id": check_id,
+                                "shortDescription": {
+                                    "text": DESCRIPTIONS.get(check_id) or _EXTRA_RULES.get(check_id) or check_id
+                                },
+                            }
+                            for check_id in rule_ids
+                        ],  # fmt: skip
+                    }
+                },
+                "invocations": [
+                    {
+                        "executionSuccessful": not (missing and run.missing_checks == ERROR),
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(sarif, indent=2) + "\n"
+
+
+def _uri(chart: Path | None, source: str) -> str:
+    """The template file a finding came from: ``source`` (``<chart>/templates/x.yaml``, relative to the chart's
+    parent folder) made relative to the working directory when it lies under it."""
+    if chart is None or not source:
+        return source
+    return _relative(chart.parent / source, fallback=source)
+
+
+def _relative(path: Path, fallback: str | None = None) -> str:
+    try:
+        return (
+            Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
+            if _under_cwd(path)
+            else (fallback or path.resolve().as_posix())
+        )
+    except ValueError:  # another drive (Windows)
+        return fallback or path.as_posix()
+
+
+def _under_cwd(path: Path) -> bool:
+    return path.resolve().is_relative_to(Path.cwd().resolve())
