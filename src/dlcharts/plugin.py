@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from dlcharts.render import Rendered, Renderer
     from dlcharts.suite import Scenario
 
+DEFAULT_EXEMPTIONS = "ci/policy-exemptions.yaml"
 # dlcharts.helm.HELM_OPTION_HELP without its list (which costs importing the toolchain at every session's start)
 HELM_OPTION_HELP = (
     "pinned helm to use, such as helm-v3.18.0 (`dlcharts --version` names the pinned ones); beats $HELM_BIN, which "
@@ -62,7 +63,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dlcharts-cluster-name", default="dlcharts",
                     help="name of the embedded cluster to start or reuse (default: dlcharts)")  # fmt: skip
     parser.addini("dlcharts_charts", "folder of charts the dlcharts_scenario fixture iterates", default="charts")
-    parser.addini("dlcharts_exemptions", "policy exemptions file", default="ci/policy-exemptions.yaml")
+    parser.addini("dlcharts_exemptions", "policy exemptions file (default: the configuration's `exemptions`, else "
+                  "ci/policy-exemptions.yaml)", default="")  # fmt: skip
     parser.addini("dlcharts_snapshots", "golden snapshot folder", default="tests/snapshots")
 
 
@@ -197,10 +199,8 @@ def exemptions(
 
     root = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_charts"))
     configured = dlcharts_config(root).exemptions if root.exists() else None
-    if "dlcharts_exemptions" in pytestconfig.inicfg or configured is None:
-        path = pytestconfig.rootpath / str(pytestconfig.getini("dlcharts_exemptions"))
-    else:
-        path = configured
+    named = str(pytestconfig.getini("dlcharts_exemptions"))
+    path = pytestconfig.rootpath / named if named else configured or pytestconfig.rootpath / DEFAULT_EXEMPTIONS
     try:
         loaded = load_exemptions(path)
         if not loaded:
