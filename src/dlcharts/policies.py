@@ -33,9 +33,12 @@ from dlcharts.render import K8sObject
 
 Check = Callable[[list[K8sObject]], Iterable[Finding]]
 CHECKS: dict[str, Check] = {}
+# Warnings: findings about an object the API server still takes. deprecated-api: a built-in API deprecated at the
+# target Kubernetes version but still served (dlcharts.apilifecycle); removed-api is an error.
+WARNING_CHECKS = ("deprecated-api",)
 # Schema findings an exemption may cover: an object of a kind no schema is known for (a CRD the author cannot
-# hand over with --crd). Every other schema finding is a real error and cannot be exempted.
-SCHEMA_CHECKS = ("no-schema",)
+# hand over with --crd), and the warnings. Every other schema finding is a real error and cannot be exempted.
+SCHEMA_CHECKS = ("no-schema", *WARNING_CHECKS)
 
 # Labels whose values change from one chart version, release or rollout to the next. A workload's selector is
 # immutable, so one that uses them makes the next `helm upgrade` fail ("field is immutable"). Any other key

@@ -30,7 +30,7 @@ import yaml
 from jsonschema.exceptions import ValidationError
 from referencing.jsonschema import DRAFT202012
 
-from dlcharts import apirules
+from dlcharts import apilifecycle, apirules
 from dlcharts.crdschema import convert
 from dlcharts.errors import DLChartsError, SchemaError, invalid_yaml
 from dlcharts.findings import Finding, format_path
@@ -223,7 +223,7 @@ def validate_objects(objects: Iterable[K8sObject], kube_version: str) -> list[Fi
     for obj in objects:
         own = schema_findings(obj, kube_version)
         findings.extend(own)
-        if not own:
+        if all(f.check == apilifecycle.DEPRECATED for f in own):  # a deprecation warning alone: judge it further
             passed.append(obj)
     return findings + api_rule_findings(passed, kube_version)
 
@@ -231,12 +231,18 @@ def validate_objects(objects: Iterable[K8sObject], kube_version: str) -> list[Fi
 def schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
     """The object's schema errors alone (``validate_object`` adds the API server's create rules)."""
     schema_set = schema_set_for(kube_version)
+    # A built-in API removed at this version is that finding alone (never resolved by a CRD schema); a deprecated
+    # one is that finding and its schema's. The facts are Kubernetes' own (dlcharts.apilifecycle).
+    lifecycle = apilifecycle.verdict(obj.key.api_version, obj.kind, kube_version)
+    noted = [] if lifecycle is None else [lifecycle.finding(obj.source, obj.ref())]
+    if lifecycle is not None and lifecycle.removed:
+        return noted
     fast = _fast_validator_for(schema_set, obj.key.api_version, obj.kind)
     if fast is not None and _fast_is_valid(fast, obj.body):
-        return []
+        return noted
     validator = validator_for(schema_set, obj.key.api_version, obj.kind)
     if validator is None:
-        return [
+        return noted + [
             Finding(
                 obj.source,
                 obj.ref(),
@@ -248,7 +254,7 @@ def schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
                 kube_version,
             )
         ]
-    findings: list[Finding] = []
+    findings: list[Finding] = noted
     for error in validator.iter_errors(obj.body):
         findings.extend(_explain(error, obj, kube_version))
     return findings
