@@ -37,9 +37,8 @@ tools: $(STAMP)  ## pinned helm 4, helm 3 and kubectl (sha256-verified) into .to
 	ln -sfn ../kubectl-v1.37.1/kubectl .tools/bin/kubectl
 	@echo 'helm (4), helm3 and kubectl are in .tools/bin; to use them: export PATH="$$PWD/.tools/bin:$$PATH"'
 
-dist: $(STAMP)  ## build the harness wheel into dist/ (pip install dist/dlcharts-*.whl)
-	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
-	@ls dist/*.whl
+dist: $(STAMP)  ## the harness's wheels into dist/: pure Python, and this platform's with the Go helpers (native/wheels.py; PLATFORMS=--all for every one)
+	$(PY) native/wheels.py $(PLATFORMS)
 
 # Go lives in /usr/local/go/bin on the project's machines; the control-plane build needs it.
 export PATH := $(PATH):/usr/local/go/bin
@@ -66,7 +65,7 @@ session = DLCHARTS_CLUSTER_NAME=$(2) $(PYTEST) $(3) --dlcharts-cluster-name $(2)
   --junitxml=reports/junit-$(1).xml
 
 test: setup control-plane  ## every tier CI runs
-	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties tests/identity examples -p no:cacheprovider \
+	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties tests/identity tests/packaging examples -p no:cacheprovider \
 	  --junitxml=reports/junit.xml
 	bash ci/together.sh \
 	  real-training '$(call session,real-training,dlcharts,$(REAL_TRAINING))' \

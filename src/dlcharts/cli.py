@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from dlcharts import __version__, checks, config, native, output, render_server, toolchain
-from dlcharts.cluster import cli as cluster_cli
 from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaError, read_yaml
 from dlcharts.findings import OFF, Finding, merged, report
 from dlcharts.helm import HELM_OPTION_HELP, find_helm
@@ -500,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     from dlcharts.release import cli as release_cli
 
     release_cli.register(sub)  # release-check, repo build/keygen/verify
+
+    from dlcharts.cluster import cli as cluster_cli
 
     cluster_cli.register(sub)  # cluster build/up/down/status, registry up/down/status, demo
     from dlcharts.images import cli as images_cli

@@ -93,8 +93,9 @@ def missing_reason(name: str) -> str:
     if manifest is not None:
         return f"this wheel ({manifest.get('platform')}) carries no {name}"
     return (
-        f"this is the pure-Python dlcharts, which carries no {name}: install the platform wheel for "
-        f"{platform_tag()} (pip picks it where it exists), or use dlcharts from a dl-charts checkout with Go"
+        f"this is the pure-Python dlcharts wheel, which carries no {name}: install a platform wheel (pip picks the one "
+        f"for {platform_tag()} where it exists), or run dlcharts from a dl-charts checkout with Go (`dlcharts tools` "
+        "builds it there)"
     )
 
 
@@ -108,8 +109,8 @@ def locate(names: list[str], build: bool) -> dict[str, Path]:
         return found
     try:
         script = build_script()
-    except ToolchainError as exc:
-        raise ToolchainError(f"{', '.join(wanted)}: {missing_reason(wanted[0])} ({exc})") from None
+    except ToolchainError:  # an install outside a checkout: only what the wheel carries
+        raise ToolchainError(missing_reason(wanted[0])) from None
     if build:
         print(
             f"dlcharts: building {', '.join(wanted)} with {script} (once: minutes cold, then cached; Go's "
