@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -49,9 +48,12 @@ def _imports(tree: ast.AST, *, top_level_only: bool) -> list[tuple[int, str]]:
             found += [(node.lineno, node.module), *((node.lineno, f"{node.module}.{a.name}") for a in node.names)]
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
-        elif top_level_only and isinstance(node, (ast.If, ast.Try)):  # `if TYPE_CHECKING:` is no import at run time
-            if not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)):
-                found += _imports(node, top_level_only=True)
+        elif (  # a block at the top level runs at import, except `if TYPE_CHECKING:`
+            top_level_only
+            and isinstance(node, (ast.If, ast.Try))
+            and not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
+        ):
+            found += _imports(node, top_level_only=True)
     return found
 
 
