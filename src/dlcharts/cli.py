@@ -509,6 +509,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the packages an extra brings (pyproject.toml's optional-dependencies) -> the extra
+EXTRAS = {"kubernetes": "cluster", "cryptography": "cluster", "bcrypt": "cluster", "yamllint": "release"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``dlcharts`` entry point; returns the exit code (see EPILOG) instead of raising SystemExit."""
     parser = build_parser()
@@ -524,13 +528,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DLChartsError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        if (extra := EXTRAS.get((exc.name or "").split(".")[0])) is not None:
+            print(f"error: dlcharts {args.command} needs {exc.name}, which the core install leaves out; install it "
+                  f"with: pip install 'dlcharts[{extra}]'", file=sys.stderr)  # fmt: skip
+            return 2
+        return _internal_error()
     except KeyboardInterrupt:
         return 130
     except Exception:
-        traceback.print_exc()
-        print("dlcharts: internal error (a bug in dlcharts, not a finding); please report it with the traceback",
-              file=sys.stderr)  # fmt: skip
-        return 3
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    traceback.print_exc()
+    print("dlcharts: internal error (a bug in dlcharts, not a finding); please report it with the traceback",
+          file=sys.stderr)  # fmt: skip
+    return 3
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import ast
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "src" / "dlcharts"
@@ -67,3 +69,17 @@ def test_core_modules_import_upper_layers_only_from_the_entry_points_functions()
         imports = _imports(tree, top_level_only=stem in ENTRY_POINTS)
         wrong += [f"{stem}.py:{line}: {name}" for line, name in imports if _upper(name) or name.split(".")[0] in EXTRAS]
     assert not wrong, "core modules importing upper layers or extras:\n" + "\n".join(wrong)
+
+
+def test_a_command_that_needs_an_extra_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dlcharts import cli
+    from dlcharts.cluster import cli as cluster_cli
+
+    def needs_kubernetes(args: object) -> int:
+        raise ModuleNotFoundError("No module named 'kubernetes'", name="kubernetes")
+
+    monkeypatch.setattr(cluster_cli, "cmd_cluster", needs_kubernetes)
+    assert cli.main(["cluster", "status"]) == 2
+    assert "pip install 'dlcharts[cluster]'" in capsys.readouterr().err
