@@ -529,9 +529,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
-        if (extra := EXTRAS.get((exc.name or "").split(".")[0])) is not None:
+        if (needed := EXTRAS.get((exc.name or "").split(".")[0])) is not None:
             print(f"error: dlcharts {args.command} needs {exc.name}, which the core install leaves out; install it "
-                  f"with: pip install 'dlcharts[{extra}]'", file=sys.stderr)  # fmt: skip
+                  f"with: pip install 'dlcharts[{needed}]'", file=sys.stderr)  # fmt: skip
             return 2
         return _internal_error()
     except KeyboardInterrupt:

@@ -19,15 +19,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
 from dlcharts.pins import OLDEST
 
 #: the render server of each pinned helm major
 RENDER_SERVERS = {4: "helm4-render", 3: "helm3-render"}
 VALIDATOR = "k8s-validate"
-#: every helper a platform wheel carries
-HELPERS: tuple[str, ...] = ("helm4-render", "helm3-render", VALIDATOR, VALIDATOR + OLDEST)
+#: every helper a platform wheel carries: the render server of each helm of toolchain.HELM_MATRIX, each validator
+HELPERS: tuple[str, ...] = (*RENDER_SERVERS.values(), VALIDATOR, VALIDATOR + OLDEST)
 LOCATED_ENV = "DLCHARTS_RENDER_SERVERS"  # name=path entries that build_all() found, for child processes
 _REPO_ENV = "DLCHARTS_REPO"
 
@@ -136,10 +135,10 @@ def locate(names: list[str], build: bool) -> dict[str, Path]:
 
 
 def build_all() -> dict[str, Path]:
-    """Find (or, in a checkout, build) the render server of every pinned helm and the pinned version's validator,
-    and pass where they are to child processes (pytest-xdist workers), which then start them without asking again.
-    For ``dlcharts tools`` and ``make tools``: nothing else builds."""
-    names = [*(RENDER_SERVERS[toolchain.TOOLS[key].major] for key in toolchain.HELM_MATRIX), VALIDATOR]
+    """Find (or, in a checkout, build) every helper a wheel carries: the render server of every pinned helm and the
+    validators of both minors, and pass where they are to child processes (pytest-xdist workers), which then start
+    them without asking again. For ``dlcharts tools`` and ``make tools``: nothing else builds."""
+    names = list(HELPERS)
     try:
         found = locate(names, build=False)
     except ToolchainError:

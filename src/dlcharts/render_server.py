@@ -9,9 +9,9 @@ validation, for helm's error text). It prints what the binary prints, byte for b
 error text (``pytest --dlcharts-compare-renderers`` compares the two on every render of the test tiers); it also
 sends each rendered object decoded, as PyYAML would decode it, so the harness does not parse the YAML again.
 
-``ci/build-control-plane.sh helm4-render helm3-render`` builds the servers into the tools folder, beside the pinned
-helm binaries (`make tools`, `dlcharts tools` and the pytest plugin at session start do it). Where a server is not
-built, or does not start, the helm binary renders, after a one-line notice; ``DLCHARTS_RENDERER=binary`` asks for
+dlcharts.native finds the servers: in an installed platform wheel, or in a checkout's tools folder, beside the pinned
+helm binaries, where ``dlcharts tools`` (``make tools``) builds them; nothing else builds. Where a server is not
+there, or does not start, the helm binary renders, after a one-line notice; ``DLCHARTS_RENDERER=binary`` asks for
 the binary.
 """
 

@@ -43,7 +43,7 @@ def own_servers(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_servers_link_the_pinned_helms():
     for key in toolchain.HELM_MATRIX:
         tool = toolchain.TOOLS[key]
-        go_mod = (ROOT / "ci" / "helm-render" / f"helm{tool.major}" / "go.mod").read_text()
+        go_mod = (ROOT / "native" / "helm-render" / f"helm{tool.major}" / "go.mod").read_text()
         assert re.search(rf"^\s*helm\.sh/helm/v{tool.major} {re.escape(tool.version)}$", go_mod, re.M), key
         assert render_server.server_for(find_helm(key)).helm.version == tool.version  # the server says it too
 
@@ -307,7 +307,7 @@ def test_a_server_that_was_not_built_leaves_a_notice(tmp_path):
         (tools / key / "helm").symlink_to(toolchain.binary_path(key))
     proc = _render_in_a_process({"DLCHARTS_TOOLS_DIR": str(tools), native.LOCATED_ENV: ""})
     assert proc.returncode == 0 and "kind: Job" in proc.stdout, proc.stderr
-    assert "helm4-render not built (build it once: make tools" in proc.stderr
+    assert "helm4-render not built (build once: dlcharts tools" in proc.stderr
 
 
 def test_binary_on_request_and_a_clear_error_for_other_values(monkeypatch, own_servers):
