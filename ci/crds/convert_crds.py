@@ -7,6 +7,10 @@ For every file listed in ci/crds/sources.yaml and every served version of the CR
 src/dlcharts/crds/<group>_<kind>_<version>.json. "Strict" means what kubeconform's and kubernetes-validate's
 strict modes mean: an object schema that lists properties and neither declares additionalProperties nor
 x-kubernetes-preserve-unknown-fields rejects unknown fields. Descriptions are dropped to keep the files small.
+
+Each CRD itself, without descriptions (dlcharts.crdschema.compact), goes to src/dlcharts/crds/originals/<name>.json:
+the rules a JSON Schema cannot say (x-kubernetes-validations, list-type map/set keys) are checked by the API server's
+own CRD validation in native/k8s-validate, which dlcharts.schemas hands these CRDs.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from pathlib import Path
 
 import yaml
 
-from dlcharts.crdschema import convert
+from dlcharts.crdschema import compact, convert
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "src" / "dlcharts" / "crds"
+ORIGINALS = OUT / "originals"
 
 
 def module_dir(module: str) -> Path:
@@ -38,7 +43,7 @@ def main() -> int:
     parser.add_argument("--local-dir", type=Path, help="directory holding the files of `repo:` sources")
     args = parser.parse_args()
     sources = yaml.safe_load((Path(__file__).parent / "sources.yaml").read_text())
-    OUT.mkdir(parents=True, exist_ok=True)
+    ORIGINALS.mkdir(parents=True, exist_ok=True)
     for source in sources:
         if "module" in source:
             base, origin = module_dir(source["module"]), source["module"]
@@ -57,6 +62,10 @@ def main() -> int:
                 for name, schema in convert(doc, f"{origin}:{rel}"):
                     (OUT / name).write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
                     print(f"wrote {OUT.relative_to(ROOT) / name}")
+                original = ORIGINALS / f"{doc['metadata']['name']}.json"
+                kept = {"x-dlcharts-origin": f"{origin}:{rel}", **compact(doc)}
+                original.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+                print(f"wrote {original.relative_to(ROOT)}")
     return 0
 
 

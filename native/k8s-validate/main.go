@@ -10,6 +10,15 @@
 //
 //	{"known": false, "errors": [...]}                 a kind without a strategy here: its metadata judged alone
 //	{"known": true, "errors": [{"field": "...", "message": "..."}]}   no errors: accepted
+//
+// A line {"crds":[CustomResourceDefinition, ...]} (compact JSON: the line starts with {"crds":) puts those CRDs in
+// force in place of the ones before (crd.go), once every request before it is answered; its reply lists each CRD's
+// errors (an invalid one is not registered):
+//
+//	{"known": true, "crds": [{"name": "...", "errors": [...]}]}
+//
+// From then on a custom resource of a served version of one of them is created with the apiextensions server's own
+// strategy ("known": true): its schema, list-type map/set keys and x-kubernetes-validations (CEL) rules.
 package main
 
 import (
@@ -20,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -89,8 +99,9 @@ type problem struct {
 }
 
 type reply struct {
-	Known  bool      `json:"known"`
-	Errors []problem `json:"errors,omitempty"`
+	Known  bool         `json:"known"`
+	Errors []problem    `json:"errors,omitempty"`
+	CRDs   []crdVerdict `json:"crds,omitempty"`
 }
 
 func check(line []byte) reply {
@@ -105,6 +116,11 @@ func check(line []byte) reply {
 	}
 	kind, ok := kinds[gvk.GroupKind()]
 	if !ok || runtime.IsNotRegisteredError(err) {
+		if version, notServed := registeredFor(*gvk); version != nil {
+			return createCustomResource(version, *gvk, line)
+		} else if notServed != nil {
+			return *notServed
+		}
 		return customResource(line)
 	}
 	if err != nil { // e.g. a quantity that does not parse: the API server answers 400 "cannot be handled as a ..."
@@ -247,7 +263,11 @@ func allocate(svc *core.Service) {
 }
 
 func answer(line []byte) []byte {
-	out, err := json.Marshal(check(line))
+	return encode(check(line))
+}
+
+func encode(r reply) []byte {
+	out, err := json.Marshal(r)
 	if err != nil {
 		out = []byte(fmt.Sprintf(`{"known":true,"errors":[{"message":%q}]}`, err.Error()))
 	}
@@ -282,10 +302,17 @@ func main() {
 		out.Flush()
 		close(written)
 	}()
+	var inFlight sync.WaitGroup
 	for in.Scan() {
 		line, next := append([]byte(nil), in.Bytes()...), make(chan []byte, 1)
 		answers <- next
-		jobs <- func() { next <- answer(line) }
+		if bytes.HasPrefix(line, []byte(`{"crds":`)) { // the CRDs in force change between requests, not during one
+			inFlight.Wait()
+			next <- encode(registerCRDs(line))
+			continue
+		}
+		inFlight.Add(1)
+		jobs <- func() { defer inFlight.Done(); next <- answer(line) }
 	}
 	close(jobs)
 	close(answers)

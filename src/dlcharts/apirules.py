@@ -17,6 +17,11 @@ one with ``make tools`` or ``dlcharts tools``; the oldest with ``make
 control-plane``, or ``ci/build-control-plane.sh oldest``); a platform wheel carries both. Where one is not
 available or does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as
 not run (dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
+
+Custom resources: ``ApiRules.use_crds`` hands the validator the CustomResourceDefinitions in force (dlcharts.schemas
+sends the bundled ones and those of ``--crd``); it judges each as the API server judges its create, and from then on
+creates a custom resource of one of them with the apiextensions server's own strategy: the CRD's OpenAPI schema,
+x-kubernetes-list-type map/set keys and x-kubernetes-validations (CEL) rules.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import re
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -49,8 +55,8 @@ VALIDATORS = {MINOR: NAME, minor(OLDEST_KUBERNETES_VERSION): NAME + OLDEST}
 
 class ApiRules:
     """One ``k8s-validate`` process: ``problems(body)`` is the API server's (field, message) errors for creating
-    ``body`` (empty: it would be accepted); for a kind it has no strategy for (a custom resource) only the metadata
-    is judged, and a fine one gives None."""
+    ``body`` (empty: it would be accepted); for a kind it has no strategy for (a custom resource of no CRD in force,
+    see ``use_crds``) only the metadata is judged, and a fine one gives None."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -58,6 +64,31 @@ class ApiRules:
             [str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         self._lock = threading.Lock()
+        self._crds: Sequence[Any] | None = None  # the CRDs in force (the sequence last sent) and their verdicts
+        self._crd_verdicts: dict[str, list[tuple[str, str]]] | None = {}
+
+    def use_crds(self, crds: Sequence[Any]) -> dict[str, list[tuple[str, str]]] | None:
+        """Put these CustomResourceDefinitions in force, in place of those before: each one's (field, message) errors
+        by name ([]: valid, its custom resources are judged with its rules from now on; else the API server would
+        refuse it and it is not registered). Sent only when ``crds`` is not the sequence sent last (keep one sequence
+        per set of CRDs). None: this validator was built without custom resource support (their rules go unchecked).
+        """
+        with self._lock:
+            if crds is self._crds:
+                return self._crd_verdicts
+            line = json.dumps({"crds": list(crds)}, separators=(",", ":"), default=str).encode() + b"\n"
+            stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
+            stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
+            writer = threading.Thread(target=_write_all, args=(stdin, [line]), daemon=True)
+            writer.start()
+            answer = stdout.readline()
+            writer.join()
+            if not answer:
+                raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
+            reply = json.loads(answer)
+            verdicts = {str(v.get("name")): _problems(v) for v in reply["crds"]} if "crds" in reply else None
+            self._crds, self._crd_verdicts = crds, verdicts
+            return verdicts
 
     def problems(self, body: Any) -> list[tuple[str, str]] | None:
         return self.problems_of([body])[0]
@@ -83,7 +114,7 @@ class ApiRules:
             if not answer:
                 raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
             reply = json.loads(answer)
-            errors = [(str(e.get("field", "")), str(e.get("message", ""))) for e in reply.get("errors") or []]
+            errors = _problems(reply)
             # a kind without a strategy (a custom resource): its metadata only, None when that is fine
             out.append(errors if reply.get("known") or errors else None)
         return out
@@ -92,6 +123,12 @@ class ApiRules:
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+
+
+def _problems(reply: dict[str, Any]) -> list[tuple[str, str]]:
+    """A reply's (field, message) errors; a cause without a field (Go's ``<nil>`` path) names none."""
+    errors = [(str(e.get("field", "")), str(e.get("message", ""))) for e in reply.get("errors") or []]
+    return [("" if field == "<nil>" else field, message) for field, message in errors]
 
 
 def _write_all(stream: IO[bytes], lines: list[bytes]) -> None:
@@ -128,6 +165,13 @@ def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
         if _rules[name] is None:
             checks.not_run(WHAT, version, name, _missing.get(name, "not available"))
         return _rules[name]
+
+
+def crd_rules_not_run(crd: str, kube_version: str, reason: str) -> None:
+    """Record (dlcharts.checks) that the rules of CustomResourceDefinition ``crd`` that its JSON schema cannot say
+    (x-kubernetes-validations, list-type map/set keys) were not checked at ``kube_version``'s minor, and why."""
+    version = minor(kube_version)
+    checks.not_run(f"the CEL and list-type rules of CRD {crd}", version, VALIDATORS.get(version, NAME), reason)
 
 
 def unparsed_quantities(body: Any) -> list[str]:

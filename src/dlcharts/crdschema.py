@@ -3,7 +3,10 @@ CRDs a chart author hands the harness (``dlcharts validate --crd``, pytest ``--d
 
 "Strict" means what kubeconform's and kubernetes-validate's strict modes mean: an object schema that lists
 properties and neither declares additionalProperties nor x-kubernetes-preserve-unknown-fields rejects unknown
-fields. Descriptions are dropped to keep the schemas small.
+fields. Descriptions are dropped to keep the schemas small. The root admits apiVersion, kind and metadata whether
+the CRD lists them or not, as the API server does. What JSON Schema cannot say (x-kubernetes-validations, list-type
+map/set keys) is left to the API server's own CRD validation in native/k8s-validate, which gets the CRD itself
+(:func:`compact`; dlcharts.schemas registers it).
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ def strict(node: Any) -> Any:
     return out
 
 
+def _metadata(converted: Any, original: Any) -> dict[str, Any]:
+    """The root's metadata as the API server treats it: always allowed, an object, and never closed (it validates
+    ObjectMeta itself; a CRD may only constrain metadata.name and generateName, which are kept)."""
+    if not isinstance(converted, dict):
+        return {"type": "object"}
+    out = {**converted, "type": "object"}
+    if not (isinstance(original, dict) and "additionalProperties" in original):
+        out.pop("additionalProperties", None)
+    return out
+
+
 def convert(crd: dict[str, Any], origin: str) -> list[tuple[str, dict[str, Any]]]:
     spec = crd["spec"]
     group, kind = spec["group"], spec["names"]["kind"]
@@ -55,10 +69,12 @@ def convert(crd: dict[str, Any], origin: str) -> list[tuple[str, dict[str, Any]]
     for version in spec["versions"]:
         if not version.get("served", True):
             continue
-        schema = strict(version["schema"]["openAPIV3Schema"])
+        root = version["schema"]["openAPIV3Schema"]
+        schema = strict(root)
         props = schema.setdefault("properties", {})
         props["apiVersion"] = {"type": "string", "enum": [f"{group}/{version['name']}"]}
         props["kind"] = {"type": "string", "enum": [kind]}
+        props["metadata"] = _metadata(props.get("metadata"), (root.get("properties") or {}).get("metadata"))
         schema["required"] = sorted(set(schema.get("required", [])) | {"apiVersion", "kind", "metadata"})
         schema["$schema"] = "http://json-schema.org/draft-07/schema#"
         schema["x-dlcharts-origin"] = origin
@@ -66,3 +82,35 @@ def convert(crd: dict[str, Any], origin: str) -> list[tuple[str, dict[str, Any]]
         name = f"{group}_{kind}_{version['name']}.json".lower()
         results.append((name, schema))
     return results
+
+
+def compact(crd: dict[str, Any]) -> dict[str, Any]:
+    """The CRD as the API server needs it to validate its custom resources: apiVersion, kind, metadata.name and spec,
+    without descriptions (schema keywords only: a property named ``description`` stays)."""
+    return {
+        "apiVersion": crd.get("apiVersion"),
+        "kind": crd.get("kind"),
+        "metadata": {"name": (crd.get("metadata") or {}).get("name")},
+        "spec": _undescribed(crd.get("spec"), schema=False),
+    }
+
+
+def _undescribed(node: Any, schema: bool) -> Any:
+    """``node`` without the description of any schema in it; ``schema``: whether node is a schema (else a CRD part)."""
+    if isinstance(node, list):
+        return [_undescribed(n, schema) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if schema and key == "description":
+            continue
+        if schema and key in ("default", "enum", "example", "x-kubernetes-validations"):
+            out[key] = value  # values, not schemas
+        elif key == "openAPIV3Schema" and not schema:
+            out[key] = _undescribed(value, True)
+        elif schema and key in ("properties", "patternProperties", "definitions") and isinstance(value, dict):
+            out[key] = {name: _undescribed(sub, True) for name, sub in value.items()}
+        else:
+            out[key] = _undescribed(value, schema)
+    return out

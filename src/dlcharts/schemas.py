@@ -15,6 +15,7 @@ non-string key), the `jsonschema` path is used for it.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -103,6 +104,9 @@ def _crd_index() -> dict[tuple[str, str], str]:
 
 # Schemas from CRDs the user handed over (``--crd``), by (apiVersion, kind); they beat the bundled ones.
 _USER_CRDS: dict[tuple[str, str], dict[str, Any]] = {}
+# Those CRDs themselves, each with the file it came from: the validator (dlcharts.apirules) gets them for the rules
+# their converted schemas cannot say (x-kubernetes-validations, list-type map/set keys).
+_USER_CRD_DOCS: list[tuple[dict[str, Any], str]] = []
 
 
 def use_crd_schemas(paths: Iterable[Path]) -> list[tuple[str, str]]:
@@ -110,16 +114,20 @@ def use_crd_schemas(paths: Iterable[Path]) -> list[tuple[str, str]]:
     handed over before: every served version of every CustomResourceDefinition in them. Returns the
     (apiVersion, kind) pairs; a path that is missing, not YAML, or holds no CRD with a schema is an error."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
+    docs: list[tuple[dict[str, Any], str]] = []
     for path in paths:
-        found.update(_crd_schemas_in(path))
+        found.update(_crd_schemas_in(path, docs))
     _USER_CRDS.clear()
     _USER_CRDS.update(found)
+    _USER_CRD_DOCS[:] = docs
+    _crds_in_force.cache_clear()
     validator_for.cache_clear()
     _fast_validator_for.cache_clear()
     return sorted(found)
 
 
-def _crd_schemas_in(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+def _crd_schemas_in(path: Path, crds: list[tuple[dict[str, Any], str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The converted schemas of the CRDs in ``path``; each CRD itself and its file are appended to ``crds``."""
     if not path.exists():
         raise DLChartsError(f"--crd {path}: no such file or folder")
     files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
@@ -143,9 +151,64 @@ def _crd_schemas_in(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
             for _, schema in converted:
                 props = schema["properties"]
                 found[(props["apiVersion"]["enum"][0], props["kind"]["enum"][0])] = schema
+            crds.append((doc, str(file)))
     if not found:
         raise DLChartsError(f"--crd {path}: no CustomResourceDefinition in it")
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class _CrdInForce:
+    name: str  # metadata.name
+    origin: str  # the file it came from (--crd), or its published source (bundled)
+    handed_over: bool  # --crd, not bundled
+    rules: bool  # it has x-kubernetes-validations or list-type map/set keys (what its JSON schema cannot say)
+
+
+@functools.cache
+def _bundled_crds() -> tuple[tuple[dict[str, Any], str], ...]:
+    """The bundled CRDs themselves (src/dlcharts/crds/originals, written by ci/crds/convert_crds.py), with their
+    published sources."""
+    folder = resources.files("dlcharts.crds").joinpath("originals")
+    out = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name) if folder.is_dir() else []:
+        if entry.name.endswith(".json"):
+            doc = json.loads(entry.read_text())
+            out.append((doc, str(doc.pop("x-dlcharts-origin", entry.name))))
+    return tuple(out)
+
+
+@functools.cache
+def _crds_in_force() -> tuple[tuple[dict[str, Any], ...], dict[tuple[str, str], _CrdInForce]]:
+    """The CRDs the validator judges custom resources with: those handed over, and the bundled ones of other
+    groups and kinds; and by (apiVersion, kind) of each served version, its CRD."""
+
+    def group_kind(doc: dict[str, Any]) -> tuple[str, str]:
+        spec = doc.get("spec") or {}
+        return str(spec.get("group")), str((spec.get("names") or {}).get("kind"))
+
+    handed = {group_kind(doc) for doc, _ in _USER_CRD_DOCS}
+    chosen = [(doc, origin, True) for doc, origin in _USER_CRD_DOCS]
+    chosen += [(doc, origin, False) for doc, origin in _bundled_crds() if group_kind(doc) not in handed]
+    kinds: dict[tuple[str, str], _CrdInForce] = {}
+    for doc, origin, handed_over in chosen:
+        group, kind = group_kind(doc)
+        versions = [v for v in (doc.get("spec") or {}).get("versions") or [] if isinstance(v, dict)]
+        crd = _CrdInForce(str((doc.get("metadata") or {}).get("name")), origin, handed_over, _has_rules(versions))
+        for version in versions:
+            if version.get("served", True):
+                kinds[(f"{group}/{version.get('name')}", kind)] = crd
+    return tuple(doc for doc, _, _ in chosen), kinds
+
+
+def _has_rules(node: Any) -> bool:
+    if isinstance(node, list):
+        return any(_has_rules(n) for n in node)
+    if not isinstance(node, dict):
+        return False
+    if node.get("x-kubernetes-validations") or node.get("x-kubernetes-list-type") in ("map", "set"):
+        return True
+    return any(_has_rules(v) for v in node.values())
 
 
 def crd_kinds() -> list[tuple[str, str]]:
@@ -262,15 +325,47 @@ def schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
 
 def api_rule_findings(objects: list[K8sObject], kube_version: str) -> list[Finding]:
     """The API server's create validation of objects whose schema passed (dlcharts.apirules), when it holds the
-    rules of ``kube_version``'s minor and is built; check id ``api-rules``. One round trip for all of them."""
+    rules of ``kube_version``'s minor and is built; check id ``api-rules``. One round trip for all of them.
+
+    Custom resources of a CRD in force (bundled, or handed over with ``--crd``) are judged with that CRD's rules,
+    its x-kubernetes-validations (CEL) and list-type keys included: the CRDs go to the validator first (once per set).
+    A CRD handed over that the API server would refuse is a finding on each of its objects; rules that could not be
+    checked are recorded as not run (dlcharts.checks)."""
     if not objects or (checker := apirules.rules(kube_version)) is None:
         return []
-    return [
+    findings = _crd_findings(checker, objects, kube_version)
+    return findings + [
         Finding(obj.source, obj.ref(), where, message, "api-rules", kube_version)
         for obj, problems in zip(objects, checker.problems_of([obj.body for obj in objects]), strict=True)
         for field, message in problems or []
         for where in _fields_of(obj, field, message)
     ]
+
+
+def _crd_findings(checker: apirules.ApiRules, objects: list[K8sObject], kube_version: str) -> list[Finding]:
+    """Puts the CRDs in force into ``checker`` when ``objects`` hold a custom resource of one; the findings of a CRD
+    handed over that the API server refuses, on each of its objects."""
+    crds, kinds = _crds_in_force()
+    custom = [(obj, crd) for obj in objects if (crd := kinds.get((obj.key.api_version, obj.kind))) is not None]
+    if not custom:
+        return []
+    verdicts = checker.use_crds(crds)
+    if verdicts is None:
+        for crd in {crd for _, crd in custom if crd.rules}:
+            apirules.crd_rules_not_run(crd.name, kube_version, f"{checker.path} predates custom resources: rebuild it")
+        return []
+    findings = []
+    for obj, crd in custom:
+        errors = verdicts.get(crd.name) or []
+        if errors and not crd.handed_over:
+            apirules.crd_rules_not_run(crd.name, kube_version, f"that API server refuses it: {errors[0][1]}")
+        elif errors:
+            findings += [
+                Finding(obj.source, obj.ref(), "", f"the API server refuses its CustomResourceDefinition {crd.name} "
+                        f"({crd.origin}): {field}: {message}", "api-rules", kube_version)
+                for field, message in errors
+            ]  # fmt: skip
+    return findings
 
 
 def _fields_of(obj: K8sObject, field: str, message: str) -> list[str]:

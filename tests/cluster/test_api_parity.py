@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_env import CHARTS
+import yaml
+from cluster_env import CHARTS, ensure_crds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +42,7 @@ from dlcharts.install.dryrun import dry_run_create, served
 from dlcharts.install.kube import status_message
 from dlcharts.policies import run_policies
 from dlcharts.render import K8sObject, ObjectKey
-from dlcharts.schemas import schema_findings, validate_object
+from dlcharts.schemas import schema_findings, use_crd_schemas, validate_object
 from dlcharts.suite import all_scenarios, discover_charts
 from tests.properties.test_values_properties import mutated_values
 
@@ -570,3 +571,70 @@ def test_the_classes_cover_what_the_issue_names():
                               "port", "port-name", "env-name", "enum", "requests-vs-limits", "required", "selector",
                               "probe", "volume-mount"}  # fmt: skip
     assert all(re.fullmatch(r"[a-z-]+", name) for name in MUTATIONS)
+
+
+# --- custom resources: a CRD's own rules (x-kubernetes-validations, list-type map and set) ---------------------------
+
+_SCALER_SPEC = {
+    "type": "object",
+    "x-kubernetes-validations": [
+        {"rule": "self.minReplicas <= self.maxReplicas", "message": "minReplicas must not exceed maxReplicas"},
+        {"rule": "self.maxReplicas <= 100",
+         "messageExpression": "'maxReplicas above 100' + (self.maxReplicas > 1000 ? ', far above' : '')"},
+    ],
+    "properties": {
+        "minReplicas": {"type": "integer"}, "maxReplicas": {"type": "integer"},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {
+            "type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}},
+        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+    },
+}  # fmt: skip
+#: a hand-written CRD whose schema lists no metadata (the API server allows it at the root all the same)
+SCALER_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "scalers.parity.dlcharts.io", "labels": {"app.kubernetes.io/managed-by": "dlcharts-tests"}},
+    "spec": {"group": "parity.dlcharts.io", "scope": "Namespaced",
+             "names": {"kind": "Scaler", "plural": "scalers", "singular": "scaler", "listKind": "ScalerList"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": _SCALER_SPEC}}}}]},
+}  # fmt: skip
+_FINE = {"minReplicas": 1, "maxReplicas": 2, "ports": [{"name": "a", "port": 1}, {"name": "b"}], "tags": ["x", "y"]}
+#: each case's spec, named for whether the API server takes it ("fine": without a spec no rule runs) or what refuses it
+SCALER_CASES = {
+    "fine": _FINE, "cel-message": {**_FINE, "minReplicas": 5}, "cel-message-expression": {**_FINE, "maxReplicas": 1001},
+    "list-map": {**_FINE, "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},
+    "list-set": {**_FINE, "tags": ["x", "x"]}, "fine-without-spec": None,
+}  # fmt: skip
+
+
+def scaler(spec: dict[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "parity.dlcharts.io/v1", "kind": "Scaler", "metadata": {"name": "s"}}
+    return body if spec is None else {**body, "spec": spec}
+
+
+def scaler_verdicts(folder: Path, kube_version: str) -> dict[str, list[str]]:
+    """Each case's offline verdict, with SCALER_CRD handed over as ``--crd`` does."""
+    (folder / "scaler-crd.yaml").write_text(yaml.safe_dump(SCALER_CRD))
+    use_crd_schemas([folder / "scaler-crd.yaml"])
+    try:
+        return {case: offline_verdict(scaler(spec), kube_version) for case, spec in SCALER_CASES.items()}
+    finally:
+        use_crd_schemas([])
+
+
+def test_custom_resources_get_the_same_verdict_offline_and_from_the_api_server(parity, tmp_path):
+    server, _ = parity
+    ensure_crds(server.kube, [SCALER_CRD])
+    offline = scaler_verdicts(tmp_path, server.kube_version)
+    verdicts = {case: server.verdict(scaler(spec)) for case, spec in SCALER_CASES.items()}
+    accepted = {case: case.startswith("fine") for case in SCALER_CASES}
+    assert {case: status in (200, 201) for case, (status, _) in verdicts.items()} == accepted, verdicts
+    assert {case: not lines for case, lines in offline.items()} == accepted, (offline, verdicts)
+
+
+def test_the_custom_resource_cases_are_judged_offline_as_named(tmp_path):
+    """No cluster: the cases of the test above, offline (the pinned minor's validator)."""
+    offline = scaler_verdicts(tmp_path, f"{apirules.MINOR}.0")
+    assert {case: not lines for case, lines in offline.items()} == {c: c.startswith("fine") for c in SCALER_CASES}
+    assert any("maxReplicas above 100, far above" in line for line in offline["cel-message-expression"]), offline
