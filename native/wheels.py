@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import fcntl
 import hashlib
 import json
 import os
@@ -45,13 +46,18 @@ def host_platform() -> str:
 
 
 def pure_wheel(out: Path) -> Path:
-    """``pip wheel`` of the checkout: dlcharts-<version>-py3-none-any.whl in ``out``."""
+    """``pip wheel`` of the checkout: dlcharts-<version>-py3-none-any.whl in ``out``. One build at a time: setuptools
+    builds in the checkout's build/ and src/*.egg-info, which two builds at once (pytest-xdist workers) would share."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("dlcharts-*-py3-none-any.whl"):
         old.unlink()
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(REPO)], check=True
-    )
+    (REPO / "build").mkdir(exist_ok=True)
+    with (REPO / "build" / ".wheel.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(REPO)],
+            check=True,
+        )
     (wheel,) = out.glob("dlcharts-*-py3-none-any.whl")
     return wheel
 

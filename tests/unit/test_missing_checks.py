@@ -28,7 +28,7 @@ def _locate(names, build):
 
 _real, native.locate = native.locate, _locate
 """
-REASON = "this is the pure-Python dlcharts, which carries no k8s-validate: install the platform wheel for"
+REASON = "this is the pure-Python dlcharts wheel, which carries no k8s-validate: install a platform wheel"
 
 
 @pytest.fixture
