@@ -167,8 +167,9 @@ func stampInto(stamps *strings.Builder, path, name string, depth int) error {
 	if err := syscall.Stat(path, &st); err != nil {
 		return err
 	}
-	fmt.Fprintf(stamps, "%q %o %d %d.%d %d.%d %d\n", name, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec,
-		st.Ctim.Nsec, st.Ino)
+	modified, changed := fileTimes(&st)
+	fmt.Fprintf(stamps, "%q %o %d %d.%d %d.%d %d\n", name, st.Mode, st.Size, modified.Sec, modified.Nsec, changed.Sec,
+		changed.Nsec, st.Ino)
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil
 	}
