@@ -95,8 +95,8 @@ test-cluster: setup control-plane  ## cluster tier (embedded control plane; ever
 	$(PYTEST) tests/cluster
 
 lint: setup  ## ruff (lint + format) and mypy --strict; helm lint --strict runs in the render tier
-	$(VENV)/bin/ruff check src tests examples ci bench
-	$(VENV)/bin/ruff format --check src tests examples ci bench
+	$(VENV)/bin/ruff check src tests examples ci bench native
+	$(VENV)/bin/ruff format --check src tests examples ci bench native
 	$(VENV)/bin/mypy src
 
 snapshots: setup  ## re-record golden snapshots after an intended chart change
