@@ -269,7 +269,7 @@ timed_build() { # NAME PKG LDFLAGS (run inside the wrapper module)
   [[ -x $(target "$name") ]] && return 0
   start=$SECONDS
   out=$(mktemp -d "$workdir/out.XXXXXX")
-  log "building $name ${version[$name]} ($pkg)"
+  log "building $name ${version[$name]}${cross:+ for $platform} ($pkg)"
   go build -trimpath -ldflags="-s -w $ldflags" -o "$out/$name" "$pkg"
   install_bin "$name" "$out/$name"
   rmdir "$out"

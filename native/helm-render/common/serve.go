@@ -80,7 +80,7 @@ func protocolOutput() *os.File {
 	if err != nil {
 		return os.Stdout
 	}
-	if syscall.Dup2(2, 1) != nil {
+	if duplicate(2, 1) != nil {
 		return os.Stdout
 	}
 	return os.NewFile(uintptr(fd), "replies")
