@@ -26,9 +26,10 @@ import time
 import zipfile
 from pathlib import Path
 
+from dlcharts.native import HELPERS, platform_tag
+
 REPO = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = REPO / "ci" / "build-control-plane.sh"
-HELPERS = ("helm4-render", "helm3-render", "k8s-validate", "k8s-validate@oldest")  # dlcharts.native.HELPERS
 #: Go's platform -> the wheel's platform tags. Static Go binaries run on any glibc or musl Linux; Go 1.26 needs
 #: macOS 12 or later.
 PLATFORMS = {
@@ -37,12 +38,6 @@ PLATFORMS = {
     "darwin/amd64": "macosx_12_0_x86_64",
     "darwin/arm64": "macosx_12_0_arm64",
 }
-
-
-def host_platform() -> str:
-    machine = os.uname().machine.lower()
-    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
-    return f"{sys.platform.removesuffix('2')}/{arch}"
 
 
 def pure_wheel(out: Path) -> Path:
@@ -123,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every platform")
     parser.add_argument("--out", default=str(REPO / "dist"), help="where the wheels go (default: dist/)")
     args = parser.parse_args(argv)
-    platforms = sorted(PLATFORMS) if args.all else args.platform or [host_platform()]
+    platforms = sorted(PLATFORMS) if args.all else args.platform or [platform_tag()]
     unknown = [p for p in platforms if p not in PLATFORMS]
     if unknown:
         parser.error(f"no wheel is built for {', '.join(unknown)}; platforms: {', '.join(PLATFORMS)}")

@@ -76,16 +76,7 @@ class ApiRules:
         with self._lock:
             if crds is self._crds:
                 return self._crd_verdicts
-            line = json.dumps({"crds": list(crds)}, separators=(",", ":"), default=str).encode() + b"\n"
-            stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
-            stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
-            writer = threading.Thread(target=_write_all, args=(stdin, [line]), daemon=True)
-            writer.start()
-            answer = stdout.readline()
-            writer.join()
-            if not answer:
-                raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
-            reply = json.loads(answer)
+            (reply,) = self._exchange([{"crds": list(crds)}])
             verdicts = {str(v.get("name")): _problems(v) for v in reply["crds"]} if "crds" in reply else None
             self._crds, self._crd_verdicts = crds, verdicts
             return verdicts
@@ -101,23 +92,28 @@ class ApiRules:
     def problems_of(self, bodies: list[Any]) -> list[list[tuple[str, str]] | None]:
         """``problems`` of each body, in order: all are written (from a second thread) while the replies are read,
         so one round trip serves a whole render."""
-        lines = [json.dumps(body, separators=(",", ":"), default=str).encode() + b"\n" for body in bodies]
         with self._lock:
-            stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
-            stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
-            writer = threading.Thread(target=_write_all, args=(stdin, lines), daemon=True)
-            writer.start()
-            answers = [stdout.readline() for _ in lines]
-            writer.join()
+            replies = self._exchange(bodies)
         out: list[list[tuple[str, str]] | None] = []
-        for answer in answers:
-            if not answer:
-                raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
-            reply = json.loads(answer)
+        for reply in replies:
             errors = _problems(reply)
             # a kind without a strategy (a custom resource): its metadata only, None when that is fine
             out.append(errors if reply.get("known") or errors else None)
         return out
+
+    def _exchange(self, requests: list[Any]) -> list[dict[str, Any]]:
+        """Send ``requests`` (one JSON line each, written from a second thread while the replies are read, so one
+        round trip serves a whole render) and return the decoded replies, in order; the caller holds the lock."""
+        lines = [json.dumps(body, separators=(",", ":"), default=str).encode() + b"\n" for body in requests]
+        stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
+        stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
+        writer = threading.Thread(target=_write_all, args=(stdin, lines), daemon=True)
+        writer.start()
+        answers = [stdout.readline() for _ in lines]
+        writer.join()
+        if not all(answers):
+            raise ToolchainError(f"{self.path} stopped (exit {self._proc.poll()})")
+        return [json.loads(answer) for answer in answers]
 
     def close(self) -> None:
         if self._proc.poll() is None:
