@@ -56,40 +56,38 @@ demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 train
 # keeps the CPU busy meanwhile) and the queueing tests (Kueue and coscheduling on a third cluster of fake GPU nodes,
 # mostly waiting for fake pods), beside every chart installed on fake GPU nodes and the rest. The CPU is the limit:
 # a third session (tried: chart installs alone) made every session slower, by more than it took from the longest.
-REAL_TRAINING := tests/cluster/test_real_frameworks.py tests/cluster/test_real_training.py \
-  tests/cluster/test_readme_commands.py tests/cluster/test_network_policy.py tests/cluster/test_api_parity.py \
-  tests/cluster/test_queueing.py
-OTHER_CLUSTER := tests/repo tests/cluster tests/images $(addprefix --ignore=,$(REAL_TRAINING))
+REAL_TRAINING := tests/cluster/training tests/cluster/api_parity tests/cluster/queueing
+OTHER_CLUSTER := tests/cluster $(addprefix --ignore=,$(REAL_TRAINING))
 # $(call session,NAME,CLUSTER,TESTS): one pytest session on the embedded cluster CLUSTER, its report in reports/
 session = DLCHARTS_CLUSTER_NAME=$(2) $(PYTEST) $(3) --dlcharts-cluster-name $(2) -p no:cacheprovider \
   --junitxml=reports/junit-$(1).xml
 
 test: setup control-plane  ## every tier CI runs
-	$(PYTEST) $(PARALLEL) tests/unit tests/render tests/properties tests/identity tests/packaging examples -p no:cacheprovider \
+	$(PYTEST) $(PARALLEL) tests/fast examples -p no:cacheprovider \
 	  --junitxml=reports/junit.xml
 	bash ci/together.sh \
 	  real-training '$(call session,real-training,dlcharts,$(REAL_TRAINING))' \
 	  other-cluster '$(call session,other-cluster,dlcharts-other,$(OTHER_CLUSTER))'
-	$(PYTEST) $(PARALLEL) tests/render -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
+	$(PYTEST) $(PARALLEL) tests/fast/charts -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
 
 test-unit: setup  ## unit tier
-	$(PYTEST) $(PARALLEL) tests/unit
+	$(PYTEST) $(PARALLEL) tests/fast --ignore=tests/fast/charts --ignore=tests/fast/properties --ignore=tests/fast/identity
 
 test-render: setup  ## render tier (every chart x scenario x Kubernetes version)
-	$(PYTEST) $(PARALLEL) tests/render
+	$(PYTEST) $(PARALLEL) tests/fast/charts
 
 test-render-helm3: setup  ## render tier under Helm 3
-	$(PYTEST) $(PARALLEL) tests/render --dlcharts-helm $(HELM3)
+	$(PYTEST) $(PARALLEL) tests/fast/charts --dlcharts-helm $(HELM3)
 
 test-images: setup  ## local registry and helper image (mmdebstrap, umoci, crane; as root)
 	bash ci/build-control-plane.sh registry crane >/dev/null
-	$(PYTEST) tests/images
+	$(PYTEST) tests/cluster/images
 
 test-identity: setup  ## the in-process renderer vs the helm binary, byte for byte: every chart x scenario x Kubernetes version, both helms
-	$(PYTEST) $(PARALLEL) tests/identity
+	$(PYTEST) $(PARALLEL) tests/fast/identity
 
 test-properties: setup  ## property tier (hypothesis over values)
-	$(PYTEST) $(PARALLEL) tests/properties
+	$(PYTEST) $(PARALLEL) tests/fast/properties
 
 test-cluster: setup control-plane  ## cluster tier (embedded control plane; every chart installed)
 	$(PYTEST) tests/cluster

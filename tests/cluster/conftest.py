@@ -130,9 +130,8 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
 def kube(cluster: Any) -> Iterator[Any]:
     """A raw-JSON client (dlcharts.install.kube.Kube) for the session's cluster, used by one session at a time
     (cluster_env.exclusive_use: concurrent sessions would take each other's GPUs)."""
-    import cluster_env
-
     from dlcharts.install.kube import Kube
+    from tests.support import cluster as cluster_env
 
     with cluster_env.exclusive_use(cluster.kubeconfig), Kube.from_kubeconfig(cluster.kubeconfig) as client:
         yield client
@@ -147,7 +146,7 @@ def chart_cluster(cluster: Any, kube: Any, tmp_path_factory: pytest.TempPathFact
 
     On a cluster that is not kwok-based (--dlcharts-cluster kubeconfig pointing at real nodes) only the
     classes are added: CRDs and gang schedulers are that cluster's own business there."""
-    import cluster_env
+    from tests.support import cluster as cluster_env
 
     workdir = tmp_path_factory.mktemp("chart-cluster")
     with contextlib.ExitStack() as stack:

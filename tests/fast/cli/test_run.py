@@ -1,0 +1,146 @@
+"""`dlcharts run` without a cluster: the CPU values it installs with, the images it pushes, how it reads pods,
+what it prints, and how its command line passes helm arguments through (tests/cluster/test_run.py runs it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlcharts import run
+from dlcharts.cli import build_parser, main
+from dlcharts.cluster import node
+from dlcharts.images.definitions import IMAGES
+from tests.conftest import CHARTS
+
+
+def test_cpu_values_point_every_local_image_at_the_registry_and_pods_at_the_real_node() -> None:
+    values = run.cpu_values("tensorflow-dist", "127.0.0.1:5000")
+    assert values["global"] == {"imageRegistry": "127.0.0.1:5000"}
+    assert values["defaults"]["image"] == {"tag": IMAGES["tensorflow"].tag, "pullPolicy": "Always"}
+    assert values["peerWait"]["image"] == {"tag": IMAGES["busybox"].tag, "pullPolicy": "Always"}
+    assert values["defaults"]["gpu"] == {"count": 0}
+    assert values["defaults"]["nodeSelector"] == node.NODE_SELECTOR
+    assert values["defaults"]["tolerations"] == [node.TOLERATION]
+    assert values["benchmark"]["steps"] < 100  # the chart's GPU-sized default would take many minutes on CPU
+
+
+def test_cpu_values_without_registry_or_real_node_keep_the_charts_images_and_placement() -> None:
+    values = run.cpu_values("pytorch-dist", registry=None, real_node=False)
+    assert "global" not in values and "image" not in values["defaults"]
+    assert "nodeSelector" not in values["defaults"] and "tolerations" not in values["defaults"]
+    assert values["defaults"]["gpu"] == {"count": 0}
+
+
+def test_cpu_values_are_fresh_copies() -> None:
+    run.cpu_values("tensorflow-dist", "r:1")["defaults"]["gpu"]["count"] = 8
+    assert run.cpu_values("tensorflow-dist", "r:1")["defaults"]["gpu"]["count"] == 0
+
+
+def test_local_images_name_existing_values_of_the_chart() -> None:
+    paths = dict((path, image.name) for image, path in run.local_images("tensorflow-dist"))
+    assert paths == {"defaults.image": "tensorflow", "peerWait.image": "busybox"}
+    assert run.local_images("no-such-chart") == []
+
+
+def _pod(name: str, phase: str, exit_code: int | None) -> dict[str, object]:
+    state = (
+        {
+            "terminated": {
+                "exitCode": exit_code,
+                "startedAt": "2026-11-23T05:00:00Z",
+                "finishedAt": "2026-11-23T05:00:42Z",
+            }
+        }
+        if exit_code is not None
+        else {"running": {"startedAt": "2026-11-23T05:00:00Z"}}
+    )
+    return {
+        "metadata": {"name": name, "ownerReferences": [{"kind": "Job", "name": "tf-train-worker", "controller": True}]},
+        "spec": {"nodeName": "real-0", "containers": [{"name": "worker"}, {"name": "sidecar"}]},
+        "status": {
+            "phase": phase,
+            "containerStatuses": [
+                {"name": "sidecar", "state": {"terminated": {"exitCode": 9}}},
+                {"name": "worker", "state": state},
+            ],
+        },
+    }
+
+
+def test_pod_outcome_reads_the_main_container() -> None:
+    done = run.PodOutcome.of(_pod("w-0", "Succeeded", 0))
+    assert (done.node, done.phase, done.exit_code, done.seconds, done.owner) == (
+        "real-0", "Succeeded", 0, 42.0, "Job/tf-train-worker",
+    )  # fmt: skip
+    running = run.PodOutcome.of(_pod("w-1", "Running", None))
+    assert (running.exit_code, running.seconds) == (None, None)
+
+
+def test_summary_lists_pods_jobs_and_the_verdict() -> None:
+    pods = [run.PodOutcome.of(_pod("w-0", "Succeeded", 0)), run.PodOutcome.of(_pod("w-1", "Failed", 3))]
+    text = run.summary(run.RunResult(False, 61.2, pods, {"tf-train-worker": "Failed"}))
+    lines = text.splitlines()
+    assert lines[1].split() == ["w-0", "real-0", "Succeeded", "0", "42s"]
+    assert lines[2].split() == ["w-1", "real-0", "Failed", "3", "42s"]
+    assert lines[-2:] == ["jobs: tf-train-worker Failed", "job FAILED in 61s"]
+
+
+def test_run_passes_unknown_arguments_to_helm_in_order() -> None:
+    argv = ["run", str(CHARTS / "tensorflow-dist"), "--set", "worker=2", "-n", "ns1", "--set-file", "script=t.py",
+            "--timeout", "60", "-f", "v.yaml"]  # fmt: skip
+    args, extra = build_parser().parse_known_args(argv)
+    assert (args.namespace, args.timeout) == ("ns1", 60.0)
+    assert extra == ["--set", "worker=2", "--set-file", "script=t.py", "-f", "v.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["validate", str(CHARTS), "--set-file", "x=y"], "unrecognized arguments: --set-file x=y"),
+        (["run", str(CHARTS)], "charts is not a chart folder (no Chart.yaml)"),
+        (
+            ["run", str(CHARTS / "tensorflow-dist"), "--kubeconfig", "/nonexistent/kc"],
+            "--kubeconfig /nonexistent/kc: no such file",
+        ),
+    ],
+)
+def test_wrong_run_invocations_exit_2_naming_the_value(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_summary_of_a_success_says_when_every_pod_had_ended() -> None:
+    pods = [run.PodOutcome.of(_pod("w-0", "Succeeded", 0))]
+    settled = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "SuccessCriteriaMet"}, settled_seconds=4.2))
+    assert settled.splitlines()[-2:] == ["every pod ended 4s after the job completed", "job succeeded in 50s"]
+    pods.append(run.PodOutcome.of(_pod("w-1", "Running", None)))
+    stuck = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "Complete"}))
+    assert "1 pod(s) still Pending or Running 120s after the job completed" in stuck
+
+
+class _Listing:
+    """What run._pods reads of the API: one listing of pods."""
+
+    def __init__(self, *pods: dict[str, object]) -> None:
+        self.pods = list(pods)
+
+    def items(self, path: str, label_selector: str) -> list[dict[str, object]]:
+        assert path == "/api/v1/namespaces/ns/pods" and label_selector.endswith("=tf-train")
+        return self.pods
+
+
+def test_pods_deleted_by_their_job_keep_their_row_as_deleted() -> None:
+    # tensorflow-dist's success policy (worker 0) lets the Job delete workers whose main container has just
+    # exited but whose pod has not reached Succeeded yet: the table still shows them, with their exit code
+    listing = _Listing(_pod("w-0", "Succeeded", 0))
+    seen = {"w-0": _pod("w-0", "Running", None), "w-1": _pod("w-1", "Running", 0), "w-2": _pod("w-2", "Running", None)}
+    pods = run._pods(listing, "ns", "tf-train", seen)  # type: ignore[arg-type]
+    assert [(p.name, p.phase, p.exit_code) for p in pods] == [
+        ("w-0", "Succeeded", 0),
+        ("w-1", "Deleted", 0),
+        ("w-2", "Deleted", None),
+    ]
+    table = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "SuccessCriteriaMet"}, settled_seconds=0))
+    assert "Deleted: removed by its Job before it ended (success policy met, or failed); EXIT as last seen" in table
+    assert "Deleted" not in run.summary(run.RunResult(True, 50, pods[:1], {"tf-train-worker": "Complete"}))

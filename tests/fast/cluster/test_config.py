@@ -1,0 +1,196 @@
+"""Fast checks of the cluster's configuration, stages and binary lookup (no cluster needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dlcharts.cluster import (
+    BINARY_NAMES,
+    ClusterConfig,
+    EmbeddedCluster,
+    NodePool,
+    Taint,
+    default_node_pools,
+    require_binaries,
+)
+from dlcharts.cluster.binaries import (
+    ADDON_BINARIES,
+    OLDEST_KUBERNETES_VERSION,
+    binary,
+    control_plane_binaries,
+    read_versions,
+)
+from dlcharts.cluster.config import node_objects, stage_documents
+from dlcharts.errors import ClusterError
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_versions_are_pinned_once_for_script_and_python() -> None:
+    versions = read_versions()
+    assert versions["KUBERNETES_VERSION"].startswith("v1.35.")
+    script = (REPO / "ci" / "build-control-plane.sh").read_text()
+    assert "src/dlcharts/versions.env" in script
+
+
+def test_binary_cache_layout(tmp_path: Path) -> None:
+    b = binary("kube-apiserver", tmp_path)
+    assert b.path == tmp_path / "bin" / f"kube-apiserver-{b.version}" / "kube-apiserver"
+    old = binary("kube-apiserver@oldest", tmp_path)
+    assert old.path == tmp_path / "bin" / f"kube-apiserver-{OLDEST_KUBERNETES_VERSION}" / "kube-apiserver"
+
+
+def test_the_oldest_minor_is_the_one_the_charts_claim() -> None:
+    claims = {(c / "Chart.yaml").read_text().split("kubeVersion:")[1].split()[0] for c in (REPO / "charts").iterdir()}
+    assert claims == {f'">={OLDEST_KUBERNETES_VERSION.lstrip("v").rsplit(".", 1)[0]}.0-0"'}
+    config = ClusterConfig(name="old", real_node=False, kubernetes_version=OLDEST_KUBERNETES_VERSION)
+    config.validate()
+    assert control_plane_binaries(OLDEST_KUBERNETES_VERSION) == tuple(
+        f"{n}@oldest" if n.startswith("kube-") else n for n in control_plane_binaries()
+    )
+    assert {
+        n["status"]["nodeInfo"]["kubeletVersion"] for n in node_objects(config.node_pools, OLDEST_KUBERNETES_VERSION)
+    } == {OLDEST_KUBERNETES_VERSION}
+    assert config.control_plane_fingerprint() != ClusterConfig(name="old", real_node=False).control_plane_fingerprint()
+
+
+def test_missing_binaries_name_each_one_and_the_build_command(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError) as err:
+        require_binaries(tmp_path)
+    message = str(err.value)
+    for name in BINARY_NAMES:
+        assert name in message
+    assert "build-control-plane.sh" in message
+
+
+def test_missing_addons_name_their_build(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError) as err:
+        require_binaries(tmp_path, ADDON_BINARIES)
+    assert "kueue v0.17.0" in str(err.value) and "scheduler-plugins v0.34.7" in str(err.value)
+    assert "build-control-plane.sh addons" in str(err.value)
+
+
+def test_start_without_binaries_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match="kube-apiserver"):
+        EmbeddedCluster(ClusterConfig(name="nobin", cache=tmp_path)).start()
+
+
+def test_default_nodes_are_four_h100_nodes_and_two_cpu_nodes() -> None:
+    nodes = node_objects(default_node_pools())
+    gpu = [n for n in nodes if "nvidia.com/gpu" in n["status"]["allocatable"]]
+    cpu = [n for n in nodes if "nvidia.com/gpu" not in n["status"]["allocatable"]]
+    assert len(gpu) == 4 and len(cpu) == 2
+    for node in gpu:
+        labels = node["metadata"]["labels"]
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+        assert labels["nvidia.com/gpu.present"] == "true"
+        assert labels["kubernetes.io/hostname"] == node["metadata"]["name"]
+    for node in cpu:
+        assert "nvidia.com/gpu.present" not in node["metadata"]["labels"]
+
+
+def test_custom_pool_with_other_gpu_resource_and_taint() -> None:
+    pool = NodePool(
+        name="a100",
+        count=2,
+        gpus=4,
+        gpu_resource="nvidia.com/mig-1g.10gb",
+        labels={"nvidia.com/gpu.product": "NVIDIA-A100"},
+        taints=(Taint("nvidia.com/gpu", "present"),),
+    )
+    nodes = node_objects((pool,))
+    assert [n["metadata"]["name"] for n in nodes] == ["a100-0", "a100-1"]
+    assert nodes[0]["status"]["capacity"]["nvidia.com/mig-1g.10gb"] == "4"
+    assert nodes[0]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [
+        (ClusterConfig(name="Bad_Name"), "cluster name"),
+        (ClusterConfig(node_pools=(NodePool("gpu", 1, gpus=-1),)), "node_pools[0].gpus"),
+        (ClusterConfig(node_pools=(NodePool("gpu", 1, memory="lots"),)), "node_pools[0].memory"),
+        (ClusterConfig(node_pools=(NodePool("a", 1), NodePool("a", 1))), "node_pools[1].name"),
+        (ClusterConfig(node_pools=(NodePool("a", 0),)), "no nodes"),
+        (ClusterConfig(node_pools=(NodePool("a", 1, taints=(Taint("k", effect="Never"),)),)), "effect"),
+        (ClusterConfig(real_node_cidr="10.250.7.1/24"), "real_node_cidr: '10.250.7.1/24'"),
+        (ClusterConfig(real_node_cidr="10.0.0.0/8"), "real_node_cidr: '10.0.0.0/8'"),
+        (ClusterConfig(real_node_cidr="fd00::/64"), "real_node_cidr"),
+        (ClusterConfig(kubernetes_version="v1.31.14"), "'v1.31.14' is not one the embedded cluster runs"),
+        (ClusterConfig(kubernetes_version=OLDEST_KUBERNETES_VERSION), "cannot have the real node"),
+        (ClusterConfig(addons=("kueue", "volcano")), "addons: 'volcano' unknown; choose from kueue, coscheduling"),
+    ],
+)
+def test_bad_config_names_the_field(config: ClusterConfig, fragment: str) -> None:
+    with pytest.raises(ClusterError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        config.validate()
+
+
+def test_stages_cover_nodes_and_pods_and_take_the_run_time() -> None:
+    docs = {d["metadata"]["name"]: d for d in stage_documents(pod_run_seconds=0.5)}
+    assert {"node-initialize", "node-heartbeat", "pod-ready", "pod-complete", "pod-delete"} <= docs.keys()
+    assert docs["pod-complete"]["spec"]["delay"]["durationMilliseconds"] == 500
+    owner = [e for e in docs["pod-complete"]["spec"]["selector"]["matchExpressions"] if "ownerReferences" in e["key"]]
+    assert owner == [{"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]}]
+    assert "exitCode: 0" in docs["pod-complete"]["spec"]["next"]["statusTemplate"]
+
+
+def test_real_node_network_is_per_cluster_and_its_bridge_name_fits_linux() -> None:
+    from dlcharts.cluster.node import Network
+
+    one, other = Network.for_cluster("dlcharts", ""), Network.for_cluster("other", "")
+    assert one.bridge != other.bridge and max(len(one.bridge), len(other.bridge)) <= 15  # IFNAMSIZ - 1
+    assert one.subnet.startswith("10.250.") and one.node_ip == one.subnet.replace(".0/24", ".1")
+    assert Network.for_cluster("x", "10.1.2.0/28") == Network(bridge=Network.for_cluster("x", "").bridge,
+                                                              subnet="10.1.2.0/28")  # fmt: skip
+    assert Network.for_cluster("x", "10.1.2.0/28").node_ip == "10.1.2.1"
+
+
+def test_cluster_dns_forwards_nothing_off_the_machine(tmp_path: Path) -> None:
+    from dlcharts.cluster.dns import corefile
+
+    text = corefile("10.250.3.1", tmp_path / "kubeconfig.yaml")
+    plugins = {line.split()[0] for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+    assert not plugins & {"forward", "proxy", "grpc"}, plugins
+    assert text.count("bind 10.250.3.1") == 2
+    assert "rcode NXDOMAIN" in text
+
+
+def test_a_damaged_cached_binary_is_rebuilt_never_used(tmp_path: Path) -> None:
+    """A truncated binary with its sha256 record, and a garbage one without a record: both are reported and
+    rebuilt from the module proxy (Go caches warm: about a minute), into the very bytes first built (reproducible)."""
+    import hashlib
+    import os
+    import shutil
+    import subprocess
+
+    built = binary("etcd")  # built by `make control-plane` before the cluster tier
+    good = hashlib.sha256(built.path.read_bytes()).hexdigest()
+    cache = binary("etcd", tmp_path).path
+    cache.parent.mkdir(parents=True)
+    env = {**os.environ, "DLCHARTS_CACHE": str(tmp_path), "PATH": f"{os.environ['PATH']}:/usr/local/go/bin"}
+    damages = [
+        ("truncated", built.path.read_bytes()[: built.path.stat().st_size // 2], good),
+        ("garbage", b"oops", None),
+    ]
+    for what, content, record in damages:
+        cache.write_bytes(content)
+        cache.chmod(0o755)
+        record_file = cache.with_name("etcd.sha256")
+        if record:
+            record_file.write_text(record + "\n")
+        else:
+            record_file.unlink(missing_ok=True)
+        proc = subprocess.run(
+            ["bash", str(REPO / "ci" / "build-control-plane.sh"), "etcd"], env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        expected = "is damaged" if record else "does not run"
+        assert f"etcd: {cache} {expected}" in proc.stderr, (what, proc.stderr)
+        assert "built etcd" in proc.stderr, (what, proc.stderr)
+        assert hashlib.sha256(cache.read_bytes()).hexdigest() == good, what
+        assert record_file.read_text().strip() == good, what
+    shutil.rmtree(tmp_path / "build")
