@@ -10,24 +10,28 @@ from pathlib import Path
 from dlcharts import run
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
+from dlcharts.errors import DLChartsError
 from dlcharts.helm import find_helm
 from dlcharts.install import ChartSource, Kube, Release, install, wait_ready
-from dlcharts.install.namespaces import create_namespace
 from dlcharts.install.state import INSTANCE_LABEL
 from dlcharts.podenv import start_container
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "tensorflow-dist"
+CHART = Path("charts/tensorflow-dist")  # the demo runs in a dl-charts checkout (`make demo`); --chart elsewhere
 RELEASE, NAMESPACE, GPU_NAMESPACE = "tf-train", "demo", "demo-gpu"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
-def run_demo(cluster_name: str = ClusterConfig.name, workers: int = 4) -> int:
+def run_demo(chart: Path = CHART, cluster_name: str = ClusterConfig.name, workers: int = 4) -> int:
     started = time.monotonic()
+    if not (chart / "Chart.yaml").is_file():
+        raise DLChartsError(
+            f"{chart} is not a chart folder: run the demo in a dl-charts checkout (`make demo`), or name the "
+            "tensorflow-dist chart with --chart PATH"
+        )
     helm = find_helm()
     print(f"1/2 helm install {RELEASE} charts/tensorflow-dist --set worker={workers}, for real on CPU (dlcharts run)")
     result = run.run(
-        CHART, ["--set", f"worker={workers}"], helm=helm, release_name=RELEASE, namespace=NAMESPACE,
+        chart, ["--set", f"worker={workers}"], helm=helm, release_name=RELEASE, namespace=NAMESPACE,
         cluster_name=cluster_name, write=lambda line: print(f"    {line}", flush=True),
     )  # fmt: skip
     if result.problem:
@@ -35,7 +39,7 @@ def run_demo(cluster_name: str = ClusterConfig.name, workers: int = 4) -> int:
     print("\n".join(f"    {line}" for line in run.summary(result).splitlines()))
     if not result.ok:
         return 1
-    gpu_placement(cluster_name, workers)
+    gpu_placement(chart, cluster_name, workers)
     print(f"\ndemo done in {time.monotonic() - started:.0f}s. The cluster keeps running:")
     kubeconfig = EmbeddedCluster(ClusterConfig(name=cluster_name)).kubeconfig
     print(
@@ -46,7 +50,7 @@ def run_demo(cluster_name: str = ClusterConfig.name, workers: int = 4) -> int:
     return 0
 
 
-def gpu_placement(cluster_name: str, workers: int) -> None:
+def gpu_placement(chart: Path, cluster_name: str, workers: int) -> None:
     """The chart with its defaults (one nvidia.com/gpu per worker) on the fake H100 nodes: pod, node, GPUs,
     TF_CONFIG (composed by the pod's entrypoint from the release's cluster ConfigMap, here as it would be at
     container start). kwok marks these pods Succeeded after two seconds: no container runs there."""
@@ -54,10 +58,9 @@ def gpu_placement(cluster_name: str, workers: int) -> None:
     release = Release(find_helm(), handle.kubeconfig, RELEASE, GPU_NAMESPACE)
     print(f"\n2/2 the same chart with its GPU defaults on the fake GPU nodes (kwok; namespace {GPU_NAMESPACE})")
     with Kube.from_kubeconfig(handle.kubeconfig) as kube:
-        if kube.get_or_none(f"/api/v1/namespaces/{GPU_NAMESPACE}") is None:
-            create_namespace(kube, GPU_NAMESPACE, run.pod_security_level(CHART))
+        run.prepare_namespace(kube, GPU_NAMESPACE, chart, print)
         run.replace_release(kube, release)
-        install(kube, release, ChartSource(CHART, set_values=(f"worker={workers}",)))
+        install(kube, release, ChartSource(chart, set_values=(f"worker={workers}",)))
         placement = wait_ready(kube, GPU_NAMESPACE, RELEASE, timeout=120)
         nodes = {n["metadata"]["name"]: n for n in kube.items("/api/v1/nodes")}
         pods = {

@@ -35,13 +35,11 @@ from dlcharts.errors import ClusterError, DLChartsError
 from dlcharts.helm import Helm
 from dlcharts.images.definitions import IMAGES, ImageDef
 from dlcharts.install import ChartSource, Kube, Release, install, namespace_inventory, uninstall, wait_uninstalled
-from dlcharts.install.namespaces import create_namespace
-from dlcharts.install.podsecurity import DEFAULT_POD_SECURITY, load_pod_security, pod_security_for
+from dlcharts.install.namespaces import ENFORCE, MANAGED_BY, MANAGER, create_namespace, set_pod_security
+from dlcharts.install.podsecurity import POD_SECURITY_LEVELS, chart_pod_security
 from dlcharts.install.releases import run_helm
 from dlcharts.install.state import INSTANCE_LABEL, is_hook, job_outcome, owner_of
 from dlcharts.install.waits import Readiness, wait_ready
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: pod settings of every role on a CPU-only machine (the dl-common values layout every training chart shares)
 CPU_DEFAULTS: dict[str, Any] = {
@@ -49,7 +47,33 @@ CPU_DEFAULTS: dict[str, Any] = {
     "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "3Gi"}},
     "shm": {"sizeLimit": "512Mi"},
 }
-#: a chart's built-in benchmark sized for a few CPU cores: about a minute instead of GPU-sized batches
+# The program cntk-dist's ranks run on CPU. The local cntk-dist image has Open MPI and mpi4py but no CNTK (it has
+# no wheel for any current Python; `dlcharts images build --list`), so the default program, which imports cntk,
+# would fail there: every rank allreduces instead (argv: steps, seconds between steps), through the chart's
+# launcher, mpirun and the workers' sshd, and checks the sum.
+MPI4PY_ALLREDUCE = """
+import sys, time
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+steps, pause = int(sys.argv[1]), float(sys.argv[2])
+print(f"mpi4py: rank {c.rank}/{c.size} on {MPI.Get_processor_name()}", flush=True)
+for step in range(1, steps + 1):
+    total = c.allreduce(c.rank + step)
+    if c.rank == 0:
+        print(f"mpi4py: step {step}/{steps} allreduce {total}", flush=True)
+    time.sleep(pause)
+assert total == sum(r + steps for r in range(c.size)), total
+print(f"mpi4py: rank {c.rank} done, allreduce {total}", flush=True)
+""".strip()
+
+
+def mpi4py_program(steps: int = 5, pause: float = 0.2) -> list[str]:
+    """:data:`MPI4PY_ALLREDUCE` as a program value (``cntk.python.command``, ``horovod.command``)."""
+    return ["python3", "-c", MPI4PY_ALLREDUCE, str(steps), str(pause)]
+
+
+#: what each chart runs on a few CPU cores: its built-in benchmark sized for about a minute instead of GPU-sized
+#: batches, or (cntk-dist, whose local image has no CNTK) an MPI program the local image can run
 SMALL_BENCHMARK: dict[str, dict[str, Any]] = {
     "tensorflow-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
     "pytorch-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
@@ -63,8 +87,9 @@ SMALL_BENCHMARK: dict[str, dict[str, Any]] = {
             "batchesPerIter": 5,
             "iterations": 4,
         },
-    },  # fmt: skip
-}
+    },
+    "cntk-dist": {"cntk": {"activate": "", "python": {"command": mpi4py_program()}}},
+}  # fmt: skip
 
 Write = Callable[[str], None]
 
@@ -287,12 +312,29 @@ def replace_release(kube: Kube, release: Release) -> None:
     wait_uninstalled(kube, release.namespace, release.name, before, timeout=120)
 
 
-def pod_security_level(chart: Path) -> str:
-    """The level the chart's namespace enforces: ours from ci/pod-security.yaml, anyone else's restricted."""
-    table = ROOT / "ci" / "pod-security.yaml"
-    if chart.resolve().parent == (ROOT / "charts").resolve() and table.is_file():
-        return pod_security_for(chart.name, load_pod_security(table)).level
-    return DEFAULT_POD_SECURITY
+def prepare_namespace(kube: Kube, namespace: str, chart: Path, write: Write = print) -> None:
+    """Make ``namespace`` admit ``chart``'s pods before anything is installed: created at the chart's Pod Security
+    level when missing; brought to that level when dlcharts created it (charts run one after another there);
+    otherwise refused, naming the level and the way out, when it enforces a stricter level than the chart needs."""
+    need = chart_pod_security(chart)
+    found = kube.get_or_none(f"/api/v1/namespaces/{namespace}")
+    if found is None:
+        create_namespace(kube, namespace, need.level)
+        return
+    labels = found.get("metadata", {}).get("labels") or {}
+    enforced = labels.get(ENFORCE, "privileged")  # no label: the API server admits every pod
+    why = f" ({need.reason})" if need.reason else ""
+    if labels.get(MANAGED_BY) == MANAGER:
+        if enforced != need.level:
+            set_pod_security(kube, namespace, need.level)
+            write(f"namespace {namespace}: Pod Security {enforced} -> {need.level}, the level {chart.name} needs{why}")
+        return
+    if enforced in POD_SECURITY_LEVELS and POD_SECURITY_LEVELS.index(enforced) > POD_SECURITY_LEVELS.index(need.level):
+        raise DLChartsError(
+            f"namespace {namespace} enforces Pod Security {enforced!r}, and {chart} needs {need.level!r}{why}; "
+            f"its pods would be refused. Run it in a namespace dlcharts creates at that level (-n/--namespace NAME), "
+            f"or relabel this one: kubectl label namespace {namespace} {ENFORCE}={need.level} --overwrite"
+        )
 
 
 @contextlib.contextmanager
@@ -395,17 +437,15 @@ def run(
             )
         kubeconfig, registry = handle.kubeconfig, registry or handle.images.registry
         write(f"    {'reused' if handle.reused else 'started'} in {handle.start_seconds:.1f}s; KUBECONFIG={kubeconfig}")
-    if registry:
-        write(f"images: local images of {name}, pushed to {registry}")
-        push_images(name, registry, write)
-    values = cpu_values(name, registry, real_node=real_node)
-    release = Release(helm, kubeconfig, release_name, namespace)
     with Kube.from_kubeconfig(kubeconfig) as kube:
-        if kube.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
-            create_namespace(kube, namespace, pod_security_level(chart))
+        prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
+        if registry:
+            write(f"images: local images of {name}, pushed to {registry}")
+            push_images(name, registry, write)
+        values = cpu_values(name, registry, real_node=real_node)
+        release = Release(helm, kubeconfig, release_name, namespace)
         shown = " ".join(helm_args)
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())
         for line in yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=100).splitlines():
             write(f"    {line}")
-        result = run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
-    return result
+        return run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)

@@ -30,7 +30,8 @@ Where each part lives (this package re-exports only the names of the example abo
 
 - ``kube``: :class:`~dlcharts.install.kube.Kube`, the small raw-JSON API client, and discovery.
 - ``namespaces``: create a namespace at a Pod Security level, ready for pods; delete one.
-- ``podsecurity``: the levels of ci/pod-security.yaml, a namespace's level, the API server's Pod Security verdicts.
+- ``podsecurity``: the level a chart needs (Chart.yaml annotations), a namespace's level, the API server's
+  Pod Security verdicts.
 - ``releases``: :class:`~dlcharts.install.releases.Release`, :class:`~dlcharts.install.releases.ChartSource`,
   helm install / upgrade / dry-run / test / uninstall / status / manifest, and the previous chart version.
 - ``state``: reading a release's objects: Job outcomes, pod GPUs, conditions, which nodes a DaemonSet belongs on.

@@ -16,17 +16,36 @@ from dlcharts.waiting import poll
 NAMESPACE_DEFAULTS = (("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt"))
 
 
-def create_namespace(kube: Kube, name: str, level: str = DEFAULT_POD_SECURITY, timeout: float = 60) -> None:
-    """A namespace enforcing (and warning at) Pod Security ``level``, ready for pods: its
-    :data:`NAMESPACE_DEFAULTS` exist."""
+#: the label that marks a namespace dlcharts created, and so may bring to another chart's Pod Security level
+MANAGED_BY, MANAGER = "app.kubernetes.io/managed-by", "dlcharts"
+ENFORCE = "pod-security.kubernetes.io/enforce"
+
+
+def pod_security_labels(level: str) -> dict[str, str]:
+    """The labels with which a namespace enforces (and warns at) Pod Security ``level``."""
     if level not in POD_SECURITY_LEVELS:
         raise ClusterError(f"Pod Security level {level!r} is not one of {', '.join(POD_SECURITY_LEVELS)}")
-    labels = {
-        "pod-security.kubernetes.io/enforce": level,
-        "pod-security.kubernetes.io/enforce-version": "latest",
+    return {
+        ENFORCE: level,
+        f"{ENFORCE}-version": "latest",
         "pod-security.kubernetes.io/warn": level,
         "pod-security.kubernetes.io/warn-version": "latest",
     }
+
+
+def set_pod_security(kube: Kube, name: str, level: str) -> None:
+    """Make namespace ``name`` enforce Pod Security ``level`` (pods already running are not affected)."""
+    body = {"metadata": {"labels": pod_security_labels(level)}}
+    resp = kube.request("PATCH", f"/api/v1/namespaces/{quote(name)}", body=body,
+                        content_type="application/merge-patch+json")  # fmt: skip
+    if resp.status != 200:
+        raise ClusterError(f"could not set Pod Security {level!r} on namespace {name}: {status_message(resp.doc)}")
+
+
+def create_namespace(kube: Kube, name: str, level: str = DEFAULT_POD_SECURITY, timeout: float = 60) -> None:
+    """A namespace enforcing (and warning at) Pod Security ``level``, ready for pods: its
+    :data:`NAMESPACE_DEFAULTS` exist."""
+    labels = {MANAGED_BY: MANAGER, **pod_security_labels(level)}
     resp = kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name, "labels": labels}})
     if resp.status not in (200, 201):
         raise ClusterError(f"could not create namespace {name}: {status_message(resp.doc)}")

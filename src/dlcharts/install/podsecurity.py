@@ -1,5 +1,5 @@
-"""Pod Security: the level each chart needs (ci/pod-security.yaml), the level a namespace enforces, and the API
-server's verdict on a release's pods."""
+"""Pod Security: the level each chart needs (its Chart.yaml annotations), the level a namespace enforces, and the
+API server's verdict on a release's pods."""
 
 from __future__ import annotations
 
@@ -26,31 +26,36 @@ class PodSecurity:
     reason: str = ""
 
 
-def load_pod_security(path: Path) -> dict[str, PodSecurity]:
-    """``chart -> PodSecurity`` from a file like ci/pod-security.yaml; a missing file means "all restricted".
+#: Chart.yaml annotations naming the level a chart's pods need, and why (a chart without them needs restricted)
+LEVEL_ANNOTATION = "dl-charts/pod-security"
+REASON_ANNOTATION = "dl-charts/pod-security-reason"
 
-    Format: ``<chart>: {level: privileged|baseline|restricted, reason: "why the chart needs it"}``.
-    """
-    if not path.is_file():
-        return {}
-    doc = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(doc, dict):
-        raise ClusterError(f"{path}: expected a mapping chart -> {{level, reason}}, found {type(doc).__name__}")
-    table: dict[str, PodSecurity] = {}
-    for chart, entry in doc.items():
-        where = f"{path}: {chart}"
-        if not isinstance(entry, dict) or set(entry) - {"level", "reason"}:
-            raise ClusterError(f"{where}: expected {{level: ..., reason: ...}} and nothing else, found {entry!r}")
-        level, reason = entry.get("level"), str(entry.get("reason") or "").strip()
-        if level not in POD_SECURITY_LEVELS:
-            raise ClusterError(f"{where}.level: {level!r} is not one of {', '.join(POD_SECURITY_LEVELS)}")
-        if level != DEFAULT_POD_SECURITY and not reason:
-            raise ClusterError(f"{where}.reason: a chart that needs {level!r} must say why (reason: ...)")
-        table[str(chart)] = PodSecurity(level, reason)
-    return table
+
+def chart_pod_security(chart: Path) -> PodSecurity:
+    """The Pod Security level ``chart``'s pods need: its Chart.yaml annotations ``dl-charts/pod-security``
+    (privileged, baseline or restricted) and ``dl-charts/pod-security-reason`` (required below restricted);
+    restricted when it names none."""
+    path = chart / "Chart.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ClusterError(f"{path}: cannot read the chart's Pod Security level: {exc}") from None
+    annotations = (doc.get("annotations") if isinstance(doc, dict) else None) or {}
+    level = annotations.get(LEVEL_ANNOTATION, DEFAULT_POD_SECURITY)
+    reason = str(annotations.get(REASON_ANNOTATION) or "").strip()
+    if level not in POD_SECURITY_LEVELS:
+        raise ClusterError(
+            f"{path}: annotations.{LEVEL_ANNOTATION}: {level!r} is not one of {', '.join(POD_SECURITY_LEVELS)}"
+        )
+    if level != DEFAULT_POD_SECURITY and not reason:
+        raise ClusterError(
+            f"{path}: a chart that needs Pod Security {level!r} must say why: add annotations.{REASON_ANNOTATION}"
+        )
+    return PodSecurity(level, reason)
 
 
 def pod_security_for(chart: str, table: Mapping[str, PodSecurity]) -> PodSecurity:
+    """``chart``'s entry in a ``chart name -> PodSecurity`` table; restricted when it has none."""
     return table.get(chart, PodSecurity(DEFAULT_POD_SECURITY))
 
 
