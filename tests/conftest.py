@@ -1,28 +1,10 @@
-"""Shared test settings: project paths and the hypothesis profile CI uses."""
+"""Settings for every test session: the hypothesis profile CI uses. Shared helpers are in tests/support."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 from hypothesis import HealthCheck, settings
-
-ROOT = Path(__file__).resolve().parents[1]
-CHARTS = ROOT / "charts"
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci")
-
-
-UNUSED_PLUGINS = ("-p", "no:xdist", "-p", "no:hypothesispytest", "-p", "no:helm-charts")
-
-
-def run_pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """pytest run in ``folder`` as a chart author runs it in their repository (their pytest.ini and test file
-    there; the dlcharts plugin loads itself), on one core, with ``args`` added. The plugins installed here for
-    other tiers stay out (hypothesis's alone costs ~0.7 s of start-up a run); the main run has them all loaded."""
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *UNUSED_PLUGINS, *args]
-    return subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False, timeout=300)

@@ -44,9 +44,8 @@ from dlcharts.errors import ClusterError
 from dlcharts.install.kube import Kube
 from dlcharts.install.podsecurity import load_pod_security
 from dlcharts.waiting import poll
+from tests.support import CHARTS, ROOT  # noqa: F401 (CHARTS: the cluster tests import it from here too)
 
-ROOT = Path(__file__).resolve().parents[2]
-CHARTS = ROOT / "charts"
 # The Pod Security level each chart's namespace enforces, with its reason (ci/pod-security.yaml).
 POD_SECURITY_FILE = ROOT / "ci" / "pod-security.yaml"
 POD_SECURITY = load_pod_security(POD_SECURITY_FILE)

@@ -61,13 +61,14 @@ from dlcharts.install.releases import (
 from dlcharts.install.waits import namespace_inventory, wait_ready, wait_uninstalled
 from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX, TOOLS
+from tests.support import ROOT
 from tests.support import cluster as cluster_env
 from tests.support.cluster import CHARTS, POD_SECURITY, POD_SECURITY_FILE
 
 pytestmark = pytest.mark.cluster
 
 SCENARIOS = all_scenarios(CHARTS)
-SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
+SNAPSHOTS = ROOT / "tests" / "snapshots"
 
 
 def scenarios_with_new_kinds() -> set[str]:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cluster import ClusterHandle
+from tests.support import ROOT
 from tests.support import cluster as cluster_env
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[3]
 DLCHARTS = Path(sys.executable).parent / "dlcharts"
 CHECKSUM = re.compile(r"^\s*\[(tf-train-worker-\d)-\w+/worker\] bench_tf: final weights sha256 ([0-9a-f]{64})$", re.M)
 

@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll, procs
 from dlcharts.errors import ClusterError
+from tests.support.real_node import listening_addresses
 
 pytestmark = pytest.mark.cluster
 
@@ -250,50 +251,10 @@ def test_second_start_reuses_the_running_cluster(embedded_cluster: ClusterHandle
 def test_control_plane_listens_on_loopback_only(embedded_cluster: ClusterHandle) -> None:
     pids = embedded_cluster.pids()
     assert set(pids) >= {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
-    listening = _listening_addresses(set(pids.values()))
+    listening = listening_addresses(set(pids.values()))
     assert listening, "found no listening sockets of the control plane"
     public = sorted(a for a in listening if not a.startswith(("127.", "[::1]", "::1")))
     assert not public, f"control-plane processes listen beyond loopback: {public}"
-
-
-def _listening_addresses(pids: set[int]) -> set[str]:
-    """host:port of every listening TCP socket owned by ``pids`` (from /proc)."""
-    import os
-    from pathlib import Path
-
-    inodes: set[str] = set()
-    for pid in pids:
-        fd_dir = Path(f"/proc/{pid}/fd")
-        for fd in fd_dir.iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    found: set[str] = set()
-    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state != "0A" or inode not in inodes:  # 0A = LISTEN
-                continue
-            host_hex, port_hex = local.split(":")
-            found.add(f"{_decode_host(host_hex, v6)}:{int(port_hex, 16)}")
-    return found
-
-
-def _decode_host(hex_host: str, v6: bool) -> str:
-    import ipaddress
-
-    raw = bytes.fromhex(hex_host)
-    if not v6:
-        return str(ipaddress.IPv4Address(raw[::-1]))
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-    addr = ipaddress.IPv6Address(words)
-    if addr.ipv4_mapped:
-        return str(addr.ipv4_mapped)
-    return f"[{addr}]"
 
 
 def test_failed_start_leaves_no_processes_but_keeps_logs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 
 from dlcharts.install.kube import Kube
+from tests.support import ROOT
 
 pytestmark = pytest.mark.cluster
-
-ROOT = Path(__file__).resolve().parents[3]
 
 INNER_TEST = """
 import json

@@ -20,16 +20,9 @@ from kubernetes import client
 
 from dlcharts.cluster import ClusterHandle, cache_dir, netpol, node, node_registry, poll, procs
 from tests.support import cluster as cluster_env
+from tests.support.real_node import RESTRICTED, listening_addresses, real_pod_spec
 
 pytestmark = pytest.mark.cluster
-
-RESTRICTED = {
-    "runAsNonRoot": True,
-    "runAsUser": 1000,
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
 
 
 @pytest.fixture(scope="module")
@@ -37,26 +30,6 @@ def image(embedded_cluster: ClusterHandle) -> str:
     images = embedded_cluster.images
     assert images is not None, "the session's cluster was started without its real node"
     return images.busybox
-
-
-def real_pod_spec(image: str, script: str, **extra: Any) -> dict[str, Any]:
-    """A pod spec for the real node that passes Pod Security `restricted` and runs ``sh -c script``."""
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": image,
-        "command": ["sh", "-c", script],
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": dict(RESTRICTED),
-    }
-    container.update(extra.pop("container", {}))
-    return {
-        "restartPolicy": "Never",
-        "nodeSelector": dict(node.NODE_SELECTOR),
-        "tolerations": [dict(node.TOLERATION)],
-        "terminationGracePeriodSeconds": 1,
-        "containers": [container],
-        **extra,
-    }
 
 
 def kubectl(handle: ClusterHandle, *args: str) -> subprocess.CompletedProcess[str]:
@@ -222,13 +195,12 @@ def test_read_only_root_with_a_writable_tmp(api: Any, namespace: str, image: str
 
 
 def test_real_node_listens_on_loopback_and_its_bridge_only(embedded_cluster: ClusterHandle) -> None:
-    from tests.cluster.embedded.test_embedded import _listening_addresses
 
     pids = embedded_cluster.node_pids()
     assert set(pids) == {"containerd", "kubelet", "coredns", "kube-router"}
     assert embedded_cluster.real_node is not None
     allowed = ("127.", "[::1]", embedded_cluster.real_node["ip"] + ":")
-    listening = _listening_addresses(set(pids.values()))
+    listening = listening_addresses(set(pids.values()))
     assert any(a.startswith(embedded_cluster.real_node["ip"] + ":") for a in listening), listening
     assert sorted(a for a in listening if not a.startswith(allowed)) == []
 

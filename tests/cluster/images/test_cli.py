@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cli import main
+from tests.support import CHARTS
 
 
 def test_registry_status_when_not_running(
@@ -81,7 +82,7 @@ def test_local_images_keep_the_charts_repository_and_tag() -> None:
 
     from dlcharts.images import IMAGES
 
-    charts = Path(__file__).resolve().parents[3] / "charts"
+    charts = CHARTS
     for image in IMAGES.values():
         assert image.values, f"{image.name}: names no chart value"
         for where in image.values:

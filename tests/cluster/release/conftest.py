@@ -17,7 +17,7 @@ from dlcharts.helm import Helm, find_helm
 from dlcharts.release.repository import ThrowawayKey, run_helm, throwaway_key
 from dlcharts.render import Renderer, RenderRequest, parse_manifest
 from dlcharts.snapshots import normalize
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 #: every chart's Chart.yaml (library included), by folder name: versions are read here, never written in a test
 ALL: dict[str, dict[str, Any]] = {

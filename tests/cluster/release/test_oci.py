@@ -32,7 +32,7 @@ from dlcharts.release.repository import Package, RepositoryError, ThrowawayKey, 
 from dlcharts.render import Renderer, parse_manifest
 from dlcharts.snapshots import normalize
 from dlcharts.suite import discover_charts, scenarios
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 from .conftest import ALL, assert_install_applies_the_source_objects
 

@@ -39,8 +39,8 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.install.releases import run_helm
-from tests.cluster.embedded.test_real_node import real_pod_spec
 from tests.support import cluster as cluster_env
+from tests.support.real_node import real_pod_spec
 
 pytestmark = pytest.mark.cluster
 

@@ -24,8 +24,8 @@ import pytest
 from dlcharts import toolchain
 from dlcharts.install import Kube, create_namespace, wait_ready
 from dlcharts.install.namespaces import delete_namespace
+from tests.support import ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[3]
 HEADLINE = "helm install tf-train charts/tensorflow-dist --set worker=4"
 
 

@@ -32,11 +32,12 @@ from dlcharts.helm import find_helm
 from dlcharts.install import ChartSource, Kube, Release, install, wait_ready
 from dlcharts.install.state import job_outcome
 from dlcharts.waiting import poll
+from tests.support import CHARTS
 from tests.support import cluster as cluster_env
 
 pytestmark = pytest.mark.cluster
 
-CHART = Path(__file__).resolve().parents[3] / "charts" / "tensorflow-dist"
+CHART = CHARTS / "tensorflow-dist"
 CHECKSUM = re.compile(r"^bench_tf: final weights sha256 ([0-9a-f]{64})$", re.MULTILINE)
 
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import CHARTS, ROOT
+from tests.support import CHARTS, ROOT
 
 GENERATOR = ROOT / "ci" / "docs" / "node_modules" / ".bin" / "readme-generator"
 DOCUMENTED = sorted(p.parent for p in CHARTS.glob("*/values.yaml") if "@param" in p.read_text())

@@ -11,7 +11,7 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 CHART = CHARTS / "gpu-device-plugin"
 SCHEMA = json.loads((CHART / "files" / "config.schema.json").read_text())

@@ -13,7 +13,7 @@ from jsonschema import Draft7Validator
 
 from dlcharts.errors import RenderError
 from dlcharts.helm import find_helm
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 CHART = CHARTS / "gpu-device-plugin"
 NVIDIA_VALUES = CHART / "ci" / "07-nvidia-chart-values.yaml"

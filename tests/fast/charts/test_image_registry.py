@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from dlcharts.suite import discover_charts
-from tests.conftest import CHARTS
-
-from .test_training_refusals import refusal
+from tests.support import CHARTS
+from tests.support.charts import refusal
 
 MIRROR = "mirror.example.com:5000/team"
 CHART_NAMES = [c.name for c in discover_charts(CHARTS)]

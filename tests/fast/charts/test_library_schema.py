@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 BUILD = CHARTS / "dl-common" / "schema" / "build.py"
 

@@ -20,10 +20,8 @@ import shlex
 import pytest
 
 from dlcharts.podenv import main_container, start_container
-from tests.conftest import CHARTS
-
-from .test_training_charts import TRAINING
-from .test_training_refusals import refusal
+from tests.support import CHARTS
+from tests.support.charts import TRAINING, refusal
 
 MPI = [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING]
 NON_MPI = [c for c in TRAINING if c not in MPI]

@@ -13,7 +13,7 @@ from dlcharts.helm import find_helm
 from dlcharts.render import ObjectKey, Rendered, Renderer
 from dlcharts.snapshots import diff, normalize, serialize
 from dlcharts.suite import KUBE_VERSIONS, all_scenarios, check_scenario, discover_charts, stale_exemptions
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 
 def test_every_chart_has_scenarios():

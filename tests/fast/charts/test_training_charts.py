@@ -12,10 +12,8 @@ from dlcharts.errors import RenderError
 from dlcharts.podenv import container_env, main_container, start_container
 from dlcharts.policies import pod_specs
 from dlcharts.suite import all_scenarios
-from tests.conftest import CHARTS
-
-TRAINING = ["tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist"]
-TRAINING = [c for c in TRAINING if (CHARTS / c).is_dir()]
+from tests.support import CHARTS
+from tests.support.charts import TRAINING
 
 
 def non_pod_objects(rendered):

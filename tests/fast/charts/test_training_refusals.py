@@ -9,25 +9,13 @@ import re
 import pytest
 
 from dlcharts import toolchain
-from dlcharts.errors import RenderError
 from dlcharts.helm import find_helm
 from dlcharts.podenv import container_env, main_container
-from tests.conftest import CHARTS
-
-from .test_training_charts import TRAINING
+from tests.support import CHARTS
+from tests.support.charts import TRAINING, refusal
 
 MPI = [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING]
 PROGRAM = {"horovod-mpi": "horovod.command", "cntk-dist": "cntk.python.command"}
-PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")
-
-
-def refusal(render, chart, **kwargs) -> str:
-    """helm's stderr for a render that must be refused; never a template panic."""
-    with pytest.raises(RenderError) as info:
-        render(CHARTS / chart, **kwargs)
-    stderr = info.value.stderr
-    assert not any(marker in stderr for marker in PANIC), stderr
-    return stderr
 
 
 def job_command(rendered, job: str) -> list[str]:

@@ -15,7 +15,7 @@ from dlcharts import apilifecycle, schemas
 from dlcharts.cli import main
 from dlcharts.render import parse_manifest
 from dlcharts.schemas import available_versions, validate_objects
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 PDB = """\
 ---

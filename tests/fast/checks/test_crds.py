@@ -8,7 +8,7 @@ import pytest
 
 from dlcharts.cli import main
 from dlcharts.schemas import use_crd_schemas
-from tests.conftest import run_pytest_in
+from tests.support.pytest_runs import run_pytest_in
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1

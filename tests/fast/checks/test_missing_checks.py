@@ -12,7 +12,7 @@ import pytest
 from dlcharts import apirules, checks, native
 from dlcharts.cli import main
 from dlcharts.errors import ToolchainError
-from tests.conftest import run_pytest_in
+from tests.support.pytest_runs import run_pytest_in
 
 CONFIGMAP = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "{{ .Release.Name }}-cm"}\ndata: {a: b}\n'
 # in an author's conftest.py: this install has no validator (as the pure-Python wheel on a machine without Go)

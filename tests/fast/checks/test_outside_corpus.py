@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cli import main
-from tests.conftest import run_pytest_in
+from tests.support import ROOT
+from tests.support.pytest_runs import run_pytest_in
 
-CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+CORPUS = ROOT / "tests" / "corpus"
 LONG_DEPLOYMENT = "a-deployment-name-longer-than-a-dns-label-which-a-subdomain-allows-x"
 
 

@@ -14,7 +14,7 @@ import pytest
 from dlcharts.render import Renderer
 from dlcharts.schemas import _fast_validator_for, schema_set_for, validator_for
 from dlcharts.suite import all_scenarios
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 VERSION = "1.35.0"
 

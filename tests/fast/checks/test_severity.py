@@ -13,7 +13,7 @@ from dlcharts import config, findings
 from dlcharts.cli import main
 from dlcharts.findings import ERROR, OFF, POLICY, WARNING, Finding
 from dlcharts.policies import CHECKS
-from tests.conftest import run_pytest_in
+from tests.support.pytest_runs import run_pytest_in
 
 # A Deployment the API server takes, with policy findings only: no resources, no securityContext, no NetworkPolicy
 # for its port, an untagged image.
@@ -178,7 +178,7 @@ def test_the_configured_exemptions_file_is_used(chart, capsys):
 
 
 def test_this_repositorys_charts_keep_every_policy_an_error():
-    from tests.conftest import CHARTS
+    from tests.support import CHARTS
 
     found = config.discover(CHARTS / "pytorch-dist")
     assert found.path is not None and found.path.name == "pyproject.toml"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cli import main
-from tests.conftest import run_pytest_in
+from tests.support.pytest_runs import run_pytest_in
 
 # A node agent with one real policy finding (hostNetwork), so an exemption has something to cover.
 AGENT = """\

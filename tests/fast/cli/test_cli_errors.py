@@ -15,7 +15,8 @@ import pytest
 import dlcharts
 from dlcharts import helm as helm_mod
 from dlcharts.cli import main
-from tests.conftest import CHARTS, ROOT, run_pytest_in
+from tests.support import CHARTS, ROOT
+from tests.support.pytest_runs import run_pytest_in
 
 EXAMPLE_CHARTS = ROOT / "examples" / "chart-author" / "charts"
 HELLO = EXAMPLE_CHARTS / "hello-batch"

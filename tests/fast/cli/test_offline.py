@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_validate_runs_with_the_network_unreachable(tmp_path):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import UNUSED_PLUGINS
+from tests.support.pytest_runs import UNUSED_PLUGINS
 
 PROBE = """\
 import sys

@@ -9,7 +9,7 @@ from dlcharts import run
 from dlcharts.cli import build_parser, main
 from dlcharts.cluster import node
 from dlcharts.images.definitions import IMAGES
-from tests.conftest import CHARTS
+from tests.support import CHARTS
 
 
 def test_cpu_values_point_every_local_image_at_the_registry_and_pods_at_the_real_node() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from dlcharts.cli import main
 from dlcharts.suite import scenarios
-from tests.conftest import run_pytest_in
+from tests.support.pytest_runs import run_pytest_in
 
 # Like NVIDIA's chart: refuses the default namespace. The ConfigMap's unknown field is a finding naming the release.
 TEMPLATE = """\

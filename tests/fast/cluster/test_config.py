@@ -24,8 +24,7 @@ from dlcharts.cluster.binaries import (
 )
 from dlcharts.cluster.config import node_objects, stage_documents
 from dlcharts.errors import ClusterError
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.support import ROOT as REPO
 
 
 def test_versions_are_pinned_once_for_script_and_python() -> None:

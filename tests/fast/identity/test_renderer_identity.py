@@ -19,8 +19,7 @@ from dlcharts import toolchain
 from dlcharts.errors import RenderError
 from dlcharts.helm import find_helm
 from dlcharts.render import Renderer, RendererMismatch, RenderRequest
-
-from ..properties.test_values_properties import _charts, mutated_values
+from tests.support.values import mutated_values, schema_charts
 
 # Property-tier values compared per chart and helm: each is one more helm process, so a sample, not all 40.
 PROPERTY_SAMPLE = 8
@@ -47,7 +46,7 @@ def test_every_scenario_renders_as_the_binary_renders_it(comparing, dlcharts_sce
     same_as_binary(comparing, request, f"{dlcharts_scenario.id} on Kubernetes {dlcharts_kube_version}")
 
 
-@pytest.mark.parametrize("chart", _charts(), ids=lambda c: c.name)
+@pytest.mark.parametrize("chart", schema_charts(), ids=lambda c: c.name)
 def test_property_values_render_or_fail_as_the_binary_does(comparing, chart: Path, tmp_path: Path):
     @settings(max_examples=PROPERTY_SAMPLE)
     @given(values=mutated_values(chart))

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 PACKAGE = ROOT / "src" / "dlcharts"
 UPPER = ("cluster", "install", "images", "release", "run", "demo")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts import native, toolchain
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 CHARTS = Path(__file__).parent / "charts"
 #: what the API server says of tests/packaging/charts/refused, field by field (k8s-validate's words)

@@ -18,7 +18,7 @@ from dlcharts.release.metadata import (
     rendered_images,
 )
 from dlcharts.render import Renderer, RenderRequest
-from tests.conftest import CHARTS, ROOT
+from tests.support import CHARTS, ROOT
 
 SCHEMA = ROOT / "ci" / "chart_schema.yaml"
 YAMLLINT = ROOT / ".yamllint"

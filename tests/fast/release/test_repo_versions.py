@@ -12,7 +12,7 @@ import yaml
 from dlcharts.release.changes import GitError, check_version_bumps, resolve_base
 from dlcharts.release.cli import main as release_main
 from dlcharts.release.semver import InvalidVersion, Version
-from tests.conftest import CHARTS, ROOT
+from tests.support import CHARTS, ROOT
 
 GIT_IDENTITY = ["-c", "user.name=dl-charts tests", "-c", "user.email=tests@dl-charts.invalid", "-c",
                 "commit.gpgsign=false", "-c", "init.defaultBranch=main"]  # fmt: skip

@@ -10,8 +10,9 @@ import pytest
 from dlcharts.errors import ManifestError, RenderError
 from dlcharts.render import ObjectKey, Renderer, RenderRequest, parse_manifest
 from dlcharts.suite import chart_meta, chart_name
+from tests.support import ROOT
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "chart-author" / "charts" / "hello-batch"
+EXAMPLE = ROOT / "examples" / "chart-author" / "charts" / "hello-batch"
 
 
 def test_objects_are_indexed_with_their_template(tmp_path):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from dlcharts import native, render_server, toolchain
 from dlcharts.helm import find_helm, without_link_notices
 from dlcharts.render import Renderer, RenderRequest, difference, same_data
-from tests.conftest import CHARTS, ROOT
+from tests.support import CHARTS, ROOT
 
 EXAMPLE = ROOT / "examples" / "chart-author" / "charts" / "hello-batch"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from dlcharts.cli import main
 from dlcharts.render import Renderer, RenderRequest
 from dlcharts.snapshots import SnapshotMismatch, assert_snapshot, serialize
+from tests.support import CHARTS, ROOT
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "chart-author" / "charts" / "hello-batch"
-LIBRARY = Path(__file__).resolve().parents[3] / "charts" / "dl-common"
+EXAMPLE = ROOT / "examples" / "chart-author" / "charts" / "hello-batch"
+LIBRARY = CHARTS / "dl-common"
 
 
 def test_snapshot_round_trip_and_readable_diff(tmp_path):

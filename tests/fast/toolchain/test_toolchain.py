@@ -12,7 +12,7 @@ import pytest
 from dlcharts import helm as helm_mod
 from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 @pytest.fixture(autouse=True)

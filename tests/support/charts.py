@@ -1,0 +1,28 @@
+"""The charts the chart-level tests share: which are training charts, and how a refused render is read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dlcharts.errors import RenderError
+from tests.support import CHARTS
+
+#: the training charts present in this tree
+TRAINING = [
+    c for c in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist") if (CHARTS / c).is_dir()
+]
+
+#: what helm prints when a template dereferences something that is not there: a chart bug, never a refusal
+PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")
+
+
+def refusal(render: Any, chart: str, **kwargs: Any) -> str:
+    """helm's stderr for a render of ``chart`` (with the ``render`` fixture) that must be refused; never a
+    template panic."""
+    with pytest.raises(RenderError) as info:
+        render(CHARTS / chart, **kwargs)
+    stderr = info.value.stderr
+    assert not any(marker in stderr for marker in PANIC), stderr
+    return stderr
