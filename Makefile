@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # Tiers without a cluster run on every core (pytest-xdist): helm processes dominate them and are independent.
 PARALLEL ?= -n auto
 
-.PHONY: help setup tools dist control-plane test test-images test-unit test-render test-render-helm3 test-identity test-properties test-cluster test-example \
+.PHONY: help setup tools dist control-plane test test-fast test-charts test-charts-helm3 test-identity test-properties test-images test-cluster test-example \
         lint snapshots demo docs clean repo repo-oci release-check bench bench-render
 
 help:  ## list targets
@@ -51,46 +51,50 @@ control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserve
 demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes
 	$(VENV)/bin/dlcharts demo
 
+# The test tiers are folders (tests/README.md): tests/fast/<part>/ needs no cluster and runs on every core
+# (pytest-xdist); tests/cluster/<part>/ runs on the embedded cluster.
+FAST := tests/fast examples
 # The cluster tier as two sessions side by side (ci/together.sh), each on an embedded cluster of its own, because
-# much of their time is spent waiting for pods: the real node's training runs with the API-parity test (which
-# keeps the CPU busy meanwhile) and the queueing tests (Kueue and coscheduling on a third cluster of fake GPU nodes,
-# mostly waiting for fake pods), beside every chart installed on fake GPU nodes and the rest. The CPU is the limit:
-# a third session (tried: chart installs alone) made every session slower, by more than it took from the longest.
+# much of their time is spent waiting for pods: the real node's training (tests/cluster/training) runs with the
+# API-parity test (which keeps the CPU busy meanwhile) and the queueing tests (Kueue and coscheduling on a third
+# cluster of fake GPU nodes, mostly waiting for fake pods), beside every other folder of tests/cluster (every chart
+# installed on fake GPU nodes, the repository, the images, ...). The CPU is the limit: a third session (tried: chart
+# installs alone) made every session slower, by more than it took from the longest.
 REAL_TRAINING := tests/cluster/training tests/cluster/api_parity tests/cluster/queueing
 OTHER_CLUSTER := tests/cluster $(addprefix --ignore=,$(REAL_TRAINING))
 # $(call session,NAME,CLUSTER,TESTS): one pytest session on the embedded cluster CLUSTER, its report in reports/
 session = DLCHARTS_CLUSTER_NAME=$(2) $(PYTEST) $(3) --dlcharts-cluster-name $(2) -p no:cacheprovider \
   --junitxml=reports/junit-$(1).xml
+CLUSTER_SESSIONS = bash ci/together.sh \
+  real-training '$(call session,real-training,dlcharts,$(REAL_TRAINING))' \
+  other-cluster '$(call session,other-cluster,dlcharts-other,$(OTHER_CLUSTER))'
 
-test: setup control-plane  ## every tier CI runs
-	$(PYTEST) $(PARALLEL) tests/fast examples -p no:cacheprovider \
-	  --junitxml=reports/junit.xml
-	bash ci/together.sh \
-	  real-training '$(call session,real-training,dlcharts,$(REAL_TRAINING))' \
-	  other-cluster '$(call session,other-cluster,dlcharts-other,$(OTHER_CLUSTER))'
+test: setup control-plane  ## every tier CI runs: fast, cluster (two sessions side by side), the charts again under Helm 3
+	$(PYTEST) $(PARALLEL) $(FAST) -p no:cacheprovider --junitxml=reports/junit.xml
+	$(CLUSTER_SESSIONS)
 	$(PYTEST) $(PARALLEL) tests/fast/charts -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
 
-test-unit: setup  ## unit tier
-	$(PYTEST) $(PARALLEL) tests/fast --ignore=tests/fast/charts --ignore=tests/fast/properties --ignore=tests/fast/identity
+test-fast: setup  ## fast tier: tests/fast and examples, no cluster, on every core
+	$(PYTEST) $(PARALLEL) $(FAST)
 
-test-render: setup  ## render tier (every chart x scenario x Kubernetes version)
+test-charts: setup  ## the charts' own tests (tests/fast/charts): every chart x scenario x Kubernetes version, refusals, docs
 	$(PYTEST) $(PARALLEL) tests/fast/charts
 
-test-render-helm3: setup  ## render tier under Helm 3
+test-charts-helm3: setup  ## tests/fast/charts under Helm 3
 	$(PYTEST) $(PARALLEL) tests/fast/charts --dlcharts-helm $(HELM3)
-
-test-images: setup  ## local registry and helper image (mmdebstrap, umoci, crane; as root)
-	bash ci/build-control-plane.sh registry crane >/dev/null
-	$(PYTEST) tests/cluster/images
 
 test-identity: setup  ## the in-process renderer vs the helm binary, byte for byte: every chart x scenario x Kubernetes version, both helms
 	$(PYTEST) $(PARALLEL) tests/fast/identity
 
-test-properties: setup  ## property tier (hypothesis over values)
+test-properties: setup  ## property tests (hypothesis over values; tests/fast/properties)
 	$(PYTEST) $(PARALLEL) tests/fast/properties
 
-test-cluster: setup control-plane  ## cluster tier (embedded control plane; every chart installed)
-	$(PYTEST) tests/cluster
+test-images: setup  ## local registry and helper image (tests/cluster/images: mmdebstrap, umoci, crane; as root)
+	bash ci/build-control-plane.sh registry crane >/dev/null
+	$(PYTEST) tests/cluster/images
+
+test-cluster: setup control-plane  ## cluster tier (tests/cluster): the two sessions of `make test`, side by side
+	$(CLUSTER_SESSIONS)
 
 lint: setup  ## ruff (lint + format) and mypy --strict; helm lint --strict runs in the render tier
 	$(VENV)/bin/ruff check src tests examples ci bench native

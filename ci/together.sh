@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run test sessions side by side and report each in full once it ends: `make test` runs the real node's
-# training tests beside the rest of the cluster, repository and image tests, each session on an embedded
-# cluster of its own, because the training tests spend most of their time waiting for pods.
+# training tests (with the API parity and queueing tests) beside the rest of tests/cluster, each session on an
+# embedded cluster of its own, because the training tests spend most of their time waiting for pods.
 #
 #   ci/together.sh NAME 'COMMAND' [NAME 'COMMAND' ...]
 #
