@@ -62,6 +62,13 @@ def start(node_dir: Path, logs_dir: Path, bind_ip: str, kubeconfig: Path, cache:
     return pid
 
 
+def stop(node_dir: Path) -> None:
+    """Stop the CoreDNS that :func:`start` started for ``node_dir``. Safe when it does not run."""
+    pid = procs.pids(node_dir / "pids").get("coredns")
+    if pid is not None:
+        procs.stop(pid, "coredns")
+
+
 def query(server: str, name: str, timeout: float = 1.0) -> list[str] | None:
     """The A records CoreDNS at ``server``:53 gives for ``name`` (an empty list for NXDOMAIN); None when it
     does not answer. Enough of DNS for a readiness check, nothing more."""

@@ -12,7 +12,7 @@ Where it acts: kube-router owns the filter table it sees. Each sync saves the ta
 KUBE-NWPLCY-* chain and every KUBE-SRC-*/KUBE-DST-* ipset it did not make, and restores it, so two kube-routers on
 one network namespace delete each other's rules, and clusters do run side by side here (`make test` runs two,
 and test_real_node starts a third). So the real node's pods live on a bridge inside a network namespace of the
-node's own (:mod:`dlcharts.cluster.node`), whose iptables and ipsets belong to this kube-router alone, and the host's
+node's own (:mod:`dlcharts.cluster.network`), whose iptables and ipsets belong to this kube-router alone, and the host's
 are never written. kube-router itself runs on the host, where it reaches the API server on 127.0.0.1, and reaches
 the namespace through the commands it runs: :data:`TOOLS` are found first in ``<cluster>/node/netpol/bin``, as
 wrappers that run the host's tool inside the namespace (``nsenter --net=<namespace>``). ``cluster down`` stops it
@@ -98,6 +98,14 @@ def start(node_dir: Path, logs_dir: Path, netns: Path, node_name: str, kubeconfi
 
     poll(synced, 60, f"kube-router's first sync of the pods' firewall (log {log})", interval=0.3)
     return pid
+
+
+def stop(node_dir: Path) -> None:
+    """Stop the kube-router that :func:`start` started for ``node_dir``. Safe when it does not run; its rules
+    and sets stay in the pods' namespace until that is removed (:func:`dlcharts.cluster.network.down`)."""
+    pid = procs.pids(node_dir / "pids").get("kube-router")
+    if pid is not None:
+        procs.stop(pid, "kube-router")
 
 
 def policies_by_pod(netns: Path) -> dict[tuple[str, str], set[str]]:
