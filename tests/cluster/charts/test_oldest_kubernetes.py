@@ -1,7 +1,7 @@
 """Every chart's default scenario, installed for real on the oldest Kubernetes minor the charts claim.
 
 The charts say ``kubeVersion: ">=1.29.0-0"`` and gate newer fields by the cluster's version (a Job's successPolicy
-from 1.33, ...). The render tier checks what they render for 1.29 against 1.29's schemas (and, with
+from 1.33, ...). tests/fast/charts checks what they render for 1.29 against 1.29's schemas (and, with
 k8s-validate@oldest, 1.29's own create validation); here a kube-apiserver, controller-manager and scheduler built
 from k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION take the release, with Helm finding the version on its own as
 users' Helm does: the dry run and the install are accepted, the API server keeps every field sent (a field it did

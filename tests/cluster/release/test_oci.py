@@ -201,7 +201,7 @@ def test_template_from_the_registry_renders_like_the_source_tree(scenario, users
     """`helm template <release> oci://…/<chart> --version X --verify` with each ci scenario's values gives the
     objects the source tree gives (Secret data and checksums masked: the MPI charts make a fresh ssh key). Helm 4
     only: Helm 3 pulls the same bytes (test_pull_and_show_values_from_the_registry), and renders them in its
-    install test and in the render tier."""
+    install test and in tests/fast/charts."""
     consumer, (path, verify) = find_helm(HELM4), CONSUMERS[HELM4]
     source = Renderer(helm).render(scenario.request())
     args = scenario.request().helm_args()

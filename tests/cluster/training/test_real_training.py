@@ -3,7 +3,7 @@ TensorFlow CPU image pulled from the cluster's registry through `global.imageReg
 enforces Pod Security `restricted`.
 
 This proves what kwok cannot (MultiWorkerMirroredStrategy over four pods, with the same loss and final-weights
-digest on every worker, is `make demo`'s job: tests/cluster/test_run.py):
+digest on every worker, is `make demo`'s job: tests/cluster/cli/test_run.py):
 - ParameterServerStrategy (chief, two PS, two workers): the chief completes and the PS and worker servers,
   which never exit on their own, stop through the chart's watchdog after the chief ends;
 - faults: a worker pod deleted mid-training, and roles that cannot start (an image that does not exist, a

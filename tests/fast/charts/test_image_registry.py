@@ -1,6 +1,6 @@
 """Air-gapped installs: global.imageRegistry redirects every image of every chart to a mirror (registry part
 replaced, path and tag kept), global.imagePullSecrets reaches every pod, and a registry given with a scheme
-is refused naming the value and the fix. Runs under Helm 4 and again under Helm 3 (make test-render-helm3)."""
+is refused naming the value and the fix. Runs under Helm 4 and again under Helm 3 (make test-charts-helm3)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """dlcharts.apirules: the API server's create validation (native/k8s-validate, linked from the pinned Kubernetes) as the
-offline second pass after the schema; tests/cluster/test_api_parity.py compares it with the API server itself."""
+offline second pass after the schema; tests/cluster/api_parity compares it with the API server itself."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_a_custom_resource_gets_the_metadata_rules_of_the_apiextensions_server(r
 def test_an_external_name_service_keeps_the_cluster_ip_it_names_and_is_refused_for_it(rules):
     spec = {"type": "ExternalName", "externalName": "example.com", "clusterIP": "None"}
     problems = rules.problems({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec})
-    assert problems and problems[0][0] == "spec.clusterIPs", problems  # found by tests/cluster/test_api_parity.py
+    assert problems and problems[0][0] == "spec.clusterIPs", problems  # found by tests/cluster/api_parity
 
 
 def test_an_update_is_judged_from_the_stored_object(rules):

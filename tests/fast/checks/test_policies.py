@@ -109,7 +109,7 @@ def test_indexed_job_hostnames_must_fit():
     findings = run_policies(objects(text), checks=["dns-names"])
     assert any("last index" in f.message for f in findings)
     # a '.' is fine in a Job name but not in its pods' hostnames: the API server refuses an Indexed Job named so
-    # ("will not able to create pod with invalid DNS label"; found by tests/cluster/test_api_parity.py)
+    # ("will not able to create pod with invalid DNS label"; found by tests/cluster/api_parity/test_api_parity.py)
     job["metadata"]["name"] = "train.v2"
     (finding,) = run_policies(objects("---\n# Source: c/j.yaml\n" + yaml.safe_dump(job)), checks=["dns-names"])
     assert "pod hostname 'train.v2-999' must be a DNS-1123 label" in finding.message

@@ -1,5 +1,5 @@
 """`dlcharts run` without a cluster: the CPU values it installs with, the images it pushes, how it reads pods,
-what it prints, and how its command line passes helm arguments through (tests/cluster/test_run.py runs it)."""
+what it prints, and how its command line passes helm arguments through (tests/cluster/cli/test_run.py runs it)."""
 
 from __future__ import annotations
 

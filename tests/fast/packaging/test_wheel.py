@@ -20,7 +20,7 @@ from dlcharts import native, toolchain
 from tests.support import ROOT
 
 CHARTS = Path(__file__).parent / "charts"
-#: what the API server says of tests/packaging/charts/refused, field by field (k8s-validate's words)
+#: what the API server says of tests/fast/packaging/charts/refused, field by field (k8s-validate's words)
 REFUSALS = {
     "spec.template.spec.containers[0].name": "Web_Server",
     "spec.template.spec.containers[0].ports[0].containerPort": "must be between 1 and 65535",
