@@ -9,6 +9,7 @@ refers to (directly or through another shared definition) and dropping the ones 
     python charts/dl-common/schema/build.py charts/tensorflow-dist charts/pytorch-dist ...
     python charts/dl-common/schema/build.py --check charts/*-dist     # exit 1 when a chart has drifted
 """
+
 import argparse
 import json
 import pathlib
