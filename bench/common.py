@@ -1,7 +1,8 @@
-"""Shared pieces of the benchmarks: paths, machine facts, load average, timing, results on disk.
+"""Shared pieces of the benchmarks: paths, machine facts, load average, timing, raw results on disk.
 
-Each part (validation.py, render_validate.py, scale.py, scheduling.py, suite_times.py) writes its numbers as
-JSON to build/bench/<part>.json; report.py turns them into bench/results.md and the PNGs beside it.
+Each tool saves what it measured, raw, to build/bench/<part>.json (gitignored: samples, logs, the corpus),
+turns it into its section's data in bench/data/ (bench/model.py) and rewrites bench/results.md
+(bench/results.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-WORK = ROOT / "build" / "bench"  # gitignored: corpus, per-part JSON, logs
+PLOTS = BENCH / "plots"  # the PNGs results.md shows
+WORK = ROOT / "build" / "bench"  # gitignored: corpus, per-part raw JSON, logs
+MiB = 1024 * 1024
 KUBE_VERSION = "1.35.0"
 TRAINING_CHARTS = ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
 
@@ -114,27 +117,40 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_between(begin: str, end: str, lines: list[str], heading: str = "") -> bool:
-    """Replace the text between the markers ``begin`` and ``end`` in bench/results.md with ``lines`` (markers
-    included, as ``lines`` must start and end with them); without the markers, append ``heading`` and ``lines``
-    at the end. The text around them is kept (results.md has hand-written parts)."""
-    path = BENCH / "results.md"
-    text = path.read_text()
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        path.write_text(head + "\n".join(lines) + tail)
-        return True
-    if not heading:
-        return False
-    path.write_text(text.rstrip() + "\n\n" + heading + "\n\n" + "\n".join(lines) + "\n")
-    return True
+def build_command() -> list[str]:
+    """How bench builds binaries: ci/build-control-plane.sh while the checkout has it, else `dlcharts cluster
+    build` (the package's build, which replaces the script). Both print one ``<name> <path>`` line per binary
+    (the script: the path last) and take ``--check``. The one place bench names either."""
+    script = ROOT / "ci" / "build-control-plane.sh"
+    if script.is_file():
+        return ["bash", str(script)]
+    return [str(Path(sys.executable).with_name("dlcharts")), "cluster", "build"]
 
 
-def replace_section(number: str, lines: list[str]) -> None:
-    """Replace section ``## <number>.`` of bench/results.md (up to the next ``## `` heading) with ``lines``."""
-    path = BENCH / "results.md"
-    text = path.read_text()
-    start = text.index(f"\n## {number}. ") + 1
-    following = text.find("\n## ", start)
-    path.write_text(text[:start] + "\n".join(lines).rstrip() + "\n" + (text[following:] if following >= 0 else ""))
+def build(*names: str) -> subprocess.CompletedProcess[str]:
+    """Build (once, cached) the named binaries: the cluster's when no name is given, or e.g. ``helm-unittest``."""
+    return subprocess.run([*build_command(), *names], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def binaries_built() -> bool:
+    """Whether the cluster's binaries are built (``--check`` builds nothing)."""
+    return subprocess.run([*build_command(), "--check"], cwd=ROOT, capture_output=True, check=False).returncode == 0
+
+
+def now() -> str:
+    """The time a measurement was taken, as results.md shows it."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot drawing to files, or None without the `bench` extra (the numbers are written anyway)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        print(f"bench: no plot ({exc}); install it with: .venv/bin/pip install -e '.[bench]'")
+        return None
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    return plt

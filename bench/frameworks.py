@@ -2,7 +2,7 @@
 """The inovex talk's framework comparison, redone through our charts on the embedded cluster's real node (CPU).
 
 For each framework x model x worker count, one `dlcharts run`-style job (dlcharts.run.run_job: local image,
-CPU values, real node) runs the framework's script from bench/frameworks/ through the chart's `script` value:
+CPU values, real node) runs the framework's program from bench/training/ through the chart's `script` value:
 
   tensorflow  tensorflow-dist  chief=1, ps=1, worker=N; ParameterServerStrategy + ClusterCoordinator (async)
   mxnet       mxnet-dist       scheduler, server=1, worker=N; Gluon with kvstore dist_async (async)
@@ -12,11 +12,13 @@ Models (synthetic data of the talk's shapes): LeNet-5 on 1x28x28 images, 10 clas
 with 200 hidden units on word ids (vocabulary 10,000, 20 steps, batch 20: TensorFlow's PTB tutorial, small
 config). Every pod is limited to 1 CPU (dlcharts.run.CPU_DEFAULTS) and every framework to 1 thread per process.
 
-Writes bench/frameworks.json and bench/frameworks.png, rewrites the generated part of bench/results.md's
-framework section (between its `frameworks:begin`/`frameworks:end` markers) and prints the table.
+Writes every job's numbers to bench/data/raw/frameworks.json (committed: each worker's line, the load around
+each job), section 8 of bench/results.md (bench/data/08-frameworks.json) and bench/plots/frameworks.png, and
+prints the tables.
 
-Usage: .venv/bin/python bench/frameworks.py [--cluster-name NAME] [--seconds 25]
-       [--frameworks tensorflow,mxnet,pytorch] [--models lenet,lstm] [--workers 1,2,4] [--no-push] [--report-only]
+Usage: .venv/bin/python -m bench.frameworks [--cluster-name NAME] [--seconds 25]
+       [--frameworks tensorflow,mxnet,pytorch] [--models lenet,lstm] [--workers 1,2,4] [--no-push] [--keep]
+       [--report-only]
 """
 
 from __future__ import annotations
@@ -30,18 +32,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common, model, results
 
-from dlcharts import run  # noqa: E402
-from dlcharts.helm import find_helm  # noqa: E402
-from dlcharts.install import Kube, Release  # noqa: E402
-from dlcharts.install.namespaces import create_namespace  # noqa: E402
-
-SCRIPTS = common.BENCH / "frameworks"
-OUT_JSON = common.BENCH / "frameworks.json"
-OUT_PNG = common.BENCH / "frameworks.png"
-BEGIN, END = "<!-- frameworks:begin (bench/frameworks.py writes this part) -->", "<!-- frameworks:end -->"
+SCRIPTS = common.BENCH / "training"
+OUT_JSON = model.DATA / "raw" / "frameworks.json"
+OUT_PNG = common.PLOTS / "frameworks.png"
+SECTION = "08-frameworks"
+TITLE = "Framework comparison: the inovex talk redone (issue 11)"
+COLUMNS = [
+    model.column("framework (mode)"),
+    model.column("model"),
+    model.column("workers", "{:,}"),
+    model.column("aggregate batches/s", "{:.1f}"),
+    model.column("samples/s", "{:,.0f}"),
+    model.column("per-worker batches/s", "{:.1f}", join=", ", align="left"),
+    model.column("speed-up vs 1", "{:.2f}x"),
+    model.column("scaling efficiency", "{:.0%}"),
+    model.column("load 1m before → after", "{:.1f} → {:.1f}", align="left"),
+]
 RESULT = re.compile(r"^\[(?P<pod>[^/\]]+)/[^\]]+\] fwbench (?P<json>\{.*\})$")
 
 #: framework -> chart, script, the roles beyond N workers, and how the workers train
@@ -66,26 +74,32 @@ def uptime() -> dict[str, float]:
     return common.load()
 
 
-def release_name(framework: str, model: str, workers: int) -> str:
-    return f"fw-{framework[:2]}-{model}-{workers}"
+def release_name(framework: str, net: str, workers: int) -> str:
+    return f"fw-{framework[:2]}-{net}-{workers}"
 
 
-def job_values(framework: str, model: str, workers: int, registry: str, seconds: float) -> dict[str, Any]:
+def job_values(framework: str, net: str, workers: int, registry: str, seconds: float) -> dict[str, Any]:
+    from dlcharts import run
+
     spec = FRAMEWORKS[framework]
     values = run.cpu_values(spec["chart"], registry)
     values.pop("benchmark", None)  # the chart's own benchmark does not run
     values.update(spec["values"], worker=workers)
     values["defaults"]["args"] = [
-        "--model", model, "--seconds", str(seconds), "--warmup", str(MODELS[model]["warmup"]), "--threads", "1",
+        "--model", net, "--seconds", str(seconds), "--warmup", str(MODELS[net]["warmup"]), "--threads", "1",
     ]  # fmt: skip
     return values
 
 
-def measure(kube: Kube, kubeconfig: Path, registry: str, framework: str, model: str, workers: int,
+def measure(kube: Any, kubeconfig: Path, registry: str, framework: str, net: str, workers: int,
             seconds: float, namespace: str) -> dict[str, Any]:  # fmt: skip
+    from dlcharts import run
+    from dlcharts.helm import find_helm
+    from dlcharts.install import Release
+
     spec = FRAMEWORKS[framework]
     chart = run.ROOT / "charts" / spec["chart"]
-    release = Release(find_helm(), kubeconfig, release_name(framework, model, workers), namespace)
+    release = Release(find_helm(), kubeconfig, release_name(framework, net, workers), namespace)
     lines: list[str] = []
     started = time.monotonic()
     log = common.WORK / "frameworks" / f"{release.name}.log"
@@ -99,16 +113,16 @@ def measure(kube: Kube, kubeconfig: Path, registry: str, framework: str, model: 
     log.write_text("")
     load_before = uptime()
     result = run.run_job(
-        kube, release, chart, job_values(framework, model, workers, registry, seconds),
+        kube, release, chart, job_values(framework, net, workers, registry, seconds),
         ["--set-file", f"script={SCRIPTS / spec['script']}"], timeout=600, write=write,
     )  # fmt: skip
     write(run.summary(result))
     load_after = uptime()
     reports = [json.loads(m["json"]) | {"pod": m["pod"]} for line in lines if (m := RESULT.match(line))]
     row: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "date": common.now(),
         "framework": framework,
-        "model": model,
+        "model": net,
         "workers": workers,
         "ok": result.ok,
         "job_seconds": round(result.seconds, 1),
@@ -154,41 +168,74 @@ def add_efficiency(rows: list[dict[str, Any]]) -> None:
         r["speedup"] = r["aggregate"] / base if base and r.get("ok") else None
 
 
-def table(rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "| framework (mode) | model | workers | aggregate batches/s | samples/s | per-worker batches/s "
-        "| speed-up vs 1 | scaling efficiency | load 1m before → after |",
-        "|---|---|---:|---:|---:|---|---:|---:|---|",
-    ]
+def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    out: list[list[Any]] = []
     for r in rows:
-        load = f"{r['load_before']['1m']:.1f} → {r['load_after']['1m']:.1f}"
+        load = [r["load_before"]["1m"], r["load_after"]["1m"]]
         if not r.get("ok"):
             why = (r.get("problem") or "").splitlines()[0][:120]
-            out.append(f"| {r['framework']} | {r['model']} | {r['workers']} | FAILED: {why} | | | | | {load} |")
+            out.append([r["framework"], r["model"], r["workers"], f"FAILED: {why}", None, None, None, None, load])
             continue
-        per = ", ".join(f"{x:.1f}" for x in r["per_worker"])
+        per: Any = r["per_worker"]
         if not r["per_worker_measured"]:
             per = f"{r['per_worker'][0]:.1f} (aggregate / N)"
-        eff = "—" if r["efficiency"] is None else f"{r['efficiency']:.0%}"
-        speed = "—" if r["speedup"] is None else f"{r['speedup']:.2f}x"
         out.append(
-            f"| {r['framework']} {r['version']} ({r['mode']}) | {r['model']} | {r['workers']} | {r['aggregate']:.1f} "
-            f"| {r['samples_per_second']:,.0f} | {per} | {speed} | {eff} | {load} |"
+            [
+                f"{r['framework']} {r['version']} ({r['mode']})",
+                r["model"],
+                r["workers"],
+                r["aggregate"],
+                r["samples_per_second"],
+                per,
+                r["speedup"],
+                r["efficiency"],
+                load,
+            ]
         )
     return out
 
 
+def section(data: dict[str, Any]) -> list[model.Block]:
+    """Section 8's blocks from bench/data/raw/frameworks.json."""
+    rows = data["rows"]
+    loads = [r["load_before"]["1m"] for r in rows] + [r["load_after"]["1m"] for r in rows]
+    m = data["machine"]
+    blocks = [
+        model.facts(
+            "run",
+            "run",
+            [
+                ["measured", data["date"]],
+                ["command", f"`{data['command']}`"],
+                ["machine", f"{m['cpu']} ({m['cores']} cores)"],
+                ["timed section of each job, s", data["seconds"], "{:.0f}"],
+                ["the whole matrix, min", data["total_minutes"], "{:.0f}"],
+                ["load average (1 min) around the jobs", [min(loads), max(loads)], "{:.1f} to {:.1f}"],
+                ["load average 1/5/15 min at the start", common.load_text(data["load_start"])],
+                ["load average 1/5/15 min at the end", common.load_text(data["load_end"])],
+                [
+                    "raw numbers (every worker's line, the load before and after each job)",
+                    "[data/raw/frameworks.json](data/raw/frameworks.json)",
+                ],
+            ],
+        ),
+    ]
+    for name in MODELS:
+        mine = [r for r in rows if r["model"] == name]
+        blocks.append(model.table(name, COLUMNS, table_rows(mine), f"**{LABELS[name]}**"))
+    blocks.append(model.image("plot", "plots/frameworks.png", "framework comparison"))
+    return blocks
+
+
 def plot(rows: list[dict[str, Any]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = common.pyplot()
+    if plt is None:
+        return
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     colors = {"tensorflow": "tab:orange", "mxnet": "tab:blue", "pytorch": "tab:red"}
-    for ax, model in zip(axes, MODELS, strict=True):
+    for ax, net in zip(axes, MODELS, strict=True):
         for fw in FRAMEWORKS:
-            pts = [(r["workers"], r["aggregate"]) for r in rows if r["framework"] == fw and r["model"] == model
+            pts = [(r["workers"], r["aggregate"]) for r in rows if r["framework"] == fw and r["model"] == net
                    and r.get("ok")]  # fmt: skip
             if pts:
                 style = "--" if fw == "pytorch" else "-"
@@ -198,7 +245,7 @@ def plot(rows: list[dict[str, Any]]) -> None:
         ax.set_xticks([1, 2, 4], ["1", "2", "4"])
         ax.set_xlabel("workers (1 CPU each; 2 cores in all)")
         ax.set_ylabel("aggregate batches/s")
-        ax.set_title(LABELS[model], fontsize=9)
+        ax.set_title(LABELS[net], fontsize=9)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -208,30 +255,10 @@ def plot(rows: list[dict[str, Any]]) -> None:
     plt.close(fig)
 
 
-def generated_part(data: dict[str, Any]) -> list[str]:
-    rows = data["rows"]
-    loads = [r["load_before"]["1m"] for r in rows] + [r["load_after"]["1m"] for r in rows]
-    m = data["machine"]
-    out = [
-        BEGIN,
-        "",
-        f"Measured {data['date']} by `{data['command']}` on {m['cpu']} ({m['cores']} cores), timed section "
-        f"{data['seconds']:.0f} s per job, {data['total_minutes']:.0f} min for the whole matrix. Load average "
-        f"(1 min) around the jobs: {min(loads):.1f} to {max(loads):.1f} (start {common.load_text(data['load_start'])}, "
-        f"end {common.load_text(data['load_end'])}; 1/5/15 min). Raw numbers, every worker's line and the load "
-        "before and after each job: [frameworks.json](frameworks.json).",
-        "",
-    ]
-    for model in MODELS:
-        out += [f"**{LABELS[model]}**", "", *table([r for r in rows if r["model"] == model]), ""]
-    out += ["![framework comparison](frameworks.png)", "", END]
-    return out
-
-
-def write_results(data: dict[str, Any]) -> None:
-    """Replace the generated part of results.md's framework section (the text around it is written by hand)."""
-    if not common.write_between(BEGIN, END, generated_part(data)):
-        print(f"results.md has no {BEGIN!r} ... {END!r} markers: not updated")
+def report(data: dict[str, Any]) -> None:
+    model.update(SECTION, section(data), title=TITLE, by="`python -m bench.frameworks`")
+    results.write()
+    plot(data["rows"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,8 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         data = json.loads(OUT_JSON.read_text())
     else:
+        from dlcharts import run
         from dlcharts.cluster.config import ClusterConfig
         from dlcharts.cluster.embedded import EmbeddedCluster
+        from dlcharts.helm import find_helm
+        from dlcharts.install import Kube, Release
+        from dlcharts.install.namespaces import create_namespace
 
         handle = EmbeddedCluster(ClusterConfig(name=args.cluster_name)).start()
         if handle.images is None:
@@ -262,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         for fw in [] if args.no_push else frameworks:
             run.push_images(FRAMEWORKS[fw]["chart"], registry, print)
         data = {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "command": " ".join(["bench/frameworks.py", *(argv if argv is not None else sys.argv[1:])]).strip(),
+            "date": common.now(),
+            "command": " ".join(["python -m bench.frameworks", *(argv if argv is not None else sys.argv[1:])]).strip(),
             "machine": common.machine(),
             "seconds": args.seconds,
             "load_start": uptime(),
@@ -274,18 +305,16 @@ def main(argv: list[str] | None = None) -> int:
             if kube.get_or_none(f"/api/v1/namespaces/{args.namespace}") is None:
                 create_namespace(kube, args.namespace, "restricted")  # every training chart's level
             for fw in frameworks:
-                for model in args.models.split(","):
+                for net in args.models.split(","):
                     for workers in (int(n) for n in args.workers.split(",")):
-                        print(f"== {fw} {model} workers={workers} (load {common.load_text(uptime())})", flush=True)
-                        row = measure(
-                            kube, handle.kubeconfig, registry, fw, model, workers, args.seconds, args.namespace
-                        )
+                        print(f"== {fw} {net} workers={workers} (load {common.load_text(uptime())})", flush=True)
+                        row = measure(kube, handle.kubeconfig, registry, fw, net, workers, args.seconds, args.namespace)
                         print(f"   ok={row['ok']} aggregate={row.get('aggregate', 0):.1f} batches/s, job "
                               f"{row['job_seconds']:.0f}s" + (f"\n{row['problem']}" if not row["ok"] else ""),
                               flush=True)  # fmt: skip
                         data["rows"].append(row)
                         # the next job gets the node to itself
-                        name = release_name(fw, model, workers)
+                        name = release_name(fw, net, workers)
                         run.replace_release(kube, Release(find_helm(), handle.kubeconfig, name, args.namespace))
         data["load_end"] = uptime()
         data["total_minutes"] = (time.perf_counter() - started) / 60
@@ -295,11 +324,12 @@ def main(argv: list[str] | None = None) -> int:
             data["rows"] = [r for r in old if (r["framework"], r["model"], r["workers"]) not in measured] + data["rows"]
             data["rows"].sort(key=lambda r: (list(FRAMEWORKS).index(r["framework"]), r["model"], r["workers"]))
         add_efficiency(data["rows"])
+        OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
         OUT_JSON.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    for model in MODELS:
-        print("\n".join(table([r for r in data["rows"] if r["model"] == model])), end="\n\n")
-    plot(data["rows"])
-    write_results(data)
+    for block in section(data):
+        if block["kind"] == "table":
+            print("\n".join(results.block_lines(block)))
+    report(data)
     print(f"wrote {OUT_JSON.relative_to(common.ROOT)}, {OUT_PNG.relative_to(common.ROOT)}, bench/results.md")
     return 0 if all(r["ok"] for r in data["rows"]) else 1
 

@@ -7,8 +7,8 @@ Times are taken where a user sees them: from the start of `dlcharts run`'s job (
 release, helm install) to the first log line of a training step, and to the end of the run. The images are
 pushed before the clock starts, so a cold image build is not in the wall time (bench/images.py has those).
 
-Usage: .venv/bin/python bench/real_runs.py [--charts tensorflow-dist,...] [--cluster-name dlcharts]
-(writes build/bench/real_runs.json and prints a Markdown table for bench/results.md)
+Usage: .venv/bin/python -m bench.real_runs [--charts tensorflow-dist,...] [--cluster-name dlcharts]
+(writes build/bench/real_runs.json and prints the table; no section of bench/results.md holds these numbers yet)
 """
 
 from __future__ import annotations
@@ -22,16 +22,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-
-from dlcharts import run  # noqa: E402
-from dlcharts.cluster import ClusterConfig  # noqa: E402
-from dlcharts.cluster.embedded import EmbeddedCluster  # noqa: E402
-from dlcharts.helm import find_helm  # noqa: E402
-from dlcharts.images import Builder  # noqa: E402
-from dlcharts.install import Kube, Release  # noqa: E402
-from dlcharts.install.namespaces import create_namespace, delete_namespace  # noqa: E402
+from bench import common, model, results
+from dlcharts import run
+from dlcharts.cluster import ClusterConfig
+from dlcharts.cluster.embedded import EmbeddedCluster
+from dlcharts.helm import find_helm
+from dlcharts.images import Builder
+from dlcharts.install import Kube, Release
+from dlcharts.install.namespaces import create_namespace, delete_namespace
 
 #: what each chart runs (the same roles as the cluster tier's tests) and the log line of a training step
 CHARTS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -105,22 +103,33 @@ def one(chart: str, kubeconfig: Path, registry: str) -> dict[str, Any]:
     }
 
 
+COLUMNS = [
+    model.column("chart"),
+    model.column("roles"),
+    model.column("ok"),
+    model.column("wall s", "{:.0f}"),
+    model.column("first step s", "{}"),
+    model.column("last container exit after the first Job's end s", "{}"),
+    model.column("images (compressed MiB)"),
+    model.column("load 1m before → after", "{:.1f} → {:.1f}", align="left"),
+]
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    out = [
-        "| chart | roles | ok | wall s | first step s | last container exit after the first Job's end s "
-        "| images (compressed MiB) "
-        "| load 1m before → after |",
-        "|---|---|---|---:|---:|---:|---|---|",
+    cells = [
+        [
+            r["chart"],
+            f"`{r['args']}`",
+            r["ok"],
+            r["wall_s"],
+            r["first_step_s"],
+            r["last_exit_after_first_job_s"],
+            ", ".join(f"{name} {size / 2**20:.0f}" for name, size in r["images"].items()),
+            [r["load_before"]["1m"], r["load_after"]["1m"]],
+        ]
+        for r in rows
     ]
-    for r in rows:
-        images = ", ".join(f"{name} {size / 2**20:.0f}" for name, size in r["images"].items())
-        out.append(
-            f"| {r['chart']} | `{r['args']}` | {'yes' if r['ok'] else 'no'} | {r['wall_s']:.0f} | "
-            f"{r['first_step_s'] if r['first_step_s'] is not None else '-'} | "
-            f"{r['last_exit_after_first_job_s'] if r['last_exit_after_first_job_s'] is not None else '-'} | {images} | "
-            f"{r['load_before']['1m']:.1f} → {r['load_after']['1m']:.1f} |"
-        )
-    return "\n".join(out)
+    return "\n".join(results.table_lines(COLUMNS, cells))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,32 +6,41 @@ a render served from the Renderer's memory cache, one served from its disk cache
 manifest: what a second test run pays), strict schema validation (validators compiled once, as in a test
 session) and the policies. Medians of --repeat.
 
-(Why the PyPI helm-python-sdk is not the in-process renderer: bench/results.md, "In-process rendering".)
+Writes build/bench/render_validate.json (raw) and section 2 of bench/results.md (bench/data/02-render-validate.json).
 
-Usage: .venv/bin/python bench/render_validate.py [--repeat N] [--out bench/results-render-validate.md]
-       (run by bench/run.py with --json-only, which writes build/bench/render_validate.json instead)
+Usage: .venv/bin/python -m bench.render_validate [--repeat N] [--report-only]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common, model, results
 
-from dlcharts import render_server  # noqa: E402
-from dlcharts.helm import find_helm  # noqa: E402
-from dlcharts.policies import run_policies  # noqa: E402
-from dlcharts.render import Renderer  # noqa: E402
-from dlcharts.schemas import validate_objects  # noqa: E402
-from dlcharts.suite import KUBE_VERSIONS, all_scenarios  # noqa: E402
+SECTION = "02-render-validate"
+TITLE = "Render + validate per scenario"
+COLUMNS = [
+    model.column("scenario"),
+    model.column("objects", "{:,}"),
+    model.column("cold ms", "{:.0f}"),
+    model.column("memory cache ms", "{:.2f}"),
+    model.column("disk cache ms", "{:.2f}"),
+    model.column("schema validation ms", "{:.2f}"),
+    model.column("policies ms", "{:.2f}"),
+    model.column("load 1m", "{:.2f}"),
+]
 
 
 def measure(repeat: int) -> dict[str, Any]:
+    from dlcharts.helm import find_helm
+    from dlcharts.policies import run_policies
+    from dlcharts.render import Renderer
+    from dlcharts.schemas import validate_objects
+    from dlcharts.suite import KUBE_VERSIONS, all_scenarios
+
     helm = find_helm()
     version = KUBE_VERSIONS[-1]
     rows = []
@@ -65,57 +74,78 @@ def measure(repeat: int) -> dict[str, Any]:
                 }
             )
             print(f"render_validate: {scenario.id}: cold {common.median(cold) * 1e3:.0f} ms", flush=True)
+    from dlcharts import render_server
+
     renderer = render_server.describe(helm).removeprefix("renderer: ")
     return {"rows": rows, "repeat": repeat, "kube_version": version, "helm": helm.version, "renderer": renderer}
 
 
-def table(data: dict[str, Any]) -> list[str]:
-    lines = [
-        "| scenario | objects | cold: helm process ms | memory cache ms | disk cache ms | schema validation ms "
-        "| policies ms | load 1m |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in data["rows"]:
-        lines.append(
-            f"| {r['scenario']} | {r['objects']} | {r['cold'] * 1e3:.0f} | {r['memory'] * 1e3:.2f} | "
-            f"{r['disk'] * 1e3:.2f} | {r['schema'] * 1e3:.2f} | {r['policies'] * 1e3:.2f} | {r['load_1m']:.2f} |"
-        )
+def section(data: dict[str, Any]) -> list[model.Block]:
+    """Section 2's blocks from a raw run (build/bench/render_validate.json)."""
     rows = data["rows"]
     objects = sum(r["objects"] for r in rows)
-    lines += [
-        "",
-        f"Totals over {len(rows)} scenarios ({objects} objects): cold renders {sum(r['cold'] for r in rows):.2f} s, "
-        f"memory-cached {sum(r['memory'] for r in rows) * 1e3:.1f} ms, disk-cached "
-        f"{sum(r['disk'] for r in rows) * 1e3:.1f} ms, schema validation {sum(r['schema'] for r in rows) * 1e3:.1f} ms "
-        f"({sum(r['schema'] for r in rows) / max(objects, 1) * 1e6:.0f} µs per object), policies "
-        f"{sum(r['policies'] for r in rows) * 1e3:.1f} ms.",
+    schema = sum(r["schema"] for r in rows)
+    return [
+        model.facts(
+            "setup",
+            "setup",
+            [
+                ["Kubernetes", data["kube_version"]],
+                ["helm", data["helm"]],
+                ["runs per number shown (their median)", data["repeat"], "{}"],
+                ["cold render by", data.get("renderer", "one helm process per render")],
+            ],
+        ),
+        model.table(
+            "scenarios",
+            COLUMNS,
+            [
+                [
+                    r["scenario"],
+                    r["objects"],
+                    r["cold"] * 1e3,
+                    r["memory"] * 1e3,
+                    r["disk"] * 1e3,
+                    r["schema"] * 1e3,
+                    r["policies"] * 1e3,
+                    r["load_1m"],
+                ]
+                for r in rows
+            ],
+        ),
+        model.facts(
+            "totals",
+            "totals",
+            [
+                ["scenarios", len(rows), "{:,}"],
+                ["objects", objects, "{:,}"],
+                ["cold renders, s", sum(r["cold"] for r in rows), "{:.2f}"],
+                ["memory-cached renders, ms", sum(r["memory"] for r in rows) * 1e3, "{:.1f}"],
+                ["disk-cached renders, ms", sum(r["disk"] for r in rows) * 1e3, "{:.1f}"],
+                ["schema validation, ms", schema * 1e3, "{:.1f}"],
+                ["schema validation per object, µs", schema / max(objects, 1) * 1e6, "{:.0f}"],
+                ["policies, ms", sum(r["policies"] for r in rows) * 1e3, "{:.1f}"],
+            ],
+        ),
     ]
-    return lines
 
 
-def main() -> int:
+def report(data: dict[str, Any]) -> None:
+    model.update(SECTION, section(data), title=TITLE, by="`python -m bench.render_validate`")
+    results.write()
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=common.BENCH / "results-render-validate.md")
-    parser.add_argument("--json-only", action="store_true", help="write build/bench/render_validate.json only")
-    args = parser.parse_args()
-    data = measure(args.repeat)
-    common.save("render_validate", data)
-    if args.json_only:
-        return 0
-    info = common.machine()
-    lines = [
-        "# Render + validate cost per scenario",
-        "",
-        f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}; helm {data['helm']}; "
-        f"schemas Kubernetes {data['kube_version']} (strict).",
-        f"Command: `.venv/bin/python bench/render_validate.py --repeat {args.repeat}` (median of {args.repeat}).",
-        "",
-        *table(data),
-        "",
-    ]
-    args.out.write_text("\n".join(lines))
-    print("\n".join(lines))
+    parser.add_argument("--report-only", action="store_true", help="section 2 from build/bench/render_validate.json")
+    args = parser.parse_args(argv)
+    data = common.saved("render_validate") if args.report_only else measure(args.repeat)
+    if data is None:
+        raise SystemExit(f"no {common.WORK / 'render_validate.json'}: run `python -m bench.render_validate` first")
+    if not args.report_only:
+        common.save("render_validate", data)
+    report(data)
     return 0
 
 

@@ -6,21 +6,22 @@ in one run on this machine (issue 14). Parts, each can run alone (--parts):
            through the helm binary, alternately, each as the Renderer does it (helm template, then the objects:
            JSON from the server, PyYAML for the binary's text); the two compared with dlcharts.render.difference
            (the identity count); the server's start-up timed apart.
-  unittest helm-unittest (built from its Go module by ci/build-control-plane.sh) rendering the same cases: a copy
+  unittest helm-unittest (built from its Go module by the checkout's build script) rendering the same cases: a copy
            of each chart with one suite per scenario x Kubernetes version (its values file, release, namespace,
            API versions; one `notFailedTemplate` assert), one helm-unittest process per chart.
-  tiers    wall time of unit + render + properties (-n 2, --dlcharts-no-cache: a fresh render cache, as the
-           issue-7 target measured it) with DLCHARTS_RENDERER=binary (before) and with the server (after); the
-           render tier under Helm 3 the same two ways; the identity tier (tests/identity) alone.
+  tiers    wall time of the fast tier as the issue-7 target counts it (bench.suite_times.FAST; -n 2,
+           --dlcharts-no-cache: a fresh render cache) with DLCHARTS_RENDERER=binary (before) and with the server
+           (after); the charts' tests under Helm 3 the same two ways; the identity tests (tests/fast/identity).
   verdict  chart to verdict as a chart author's CI runs it, every chart x scenario x Kubernetes version: ours (one
            Python process: a cold render through the server, objects from its JSON, strict schema validation)
            vs `helm template ... | kubeconform -strict` per case (kubeconform built by bench/build-kubeconform.sh,
            schemas of the same version, CRDs first), both on the same cores, one after the other.
 
-Writes build/bench/renderers.json and section 10 of bench/results.md (and bench/renderers.png). The last line is
+Writes build/bench/renderers.json (raw; a part run alone keeps the others' last results), section 10 of
+bench/results.md (bench/data/10-renderers.json) and bench/plots/renderers.png. The last line is
 `in-process/binary speedup: <R>x, identical: <n>/<n>` (R: median cold render, binary over server).
 
-Usage: .venv/bin/python bench/renderers.py [--parts cold,unittest,tiers,verdict] [--report-only]
+Usage: .venv/bin/python -m bench.renderers [--parts cold,unittest,tiers,verdict] [--report-only]
 """
 
 from __future__ import annotations
@@ -37,28 +38,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-import validation  # noqa: E402
-
-from dlcharts import native, render_server, toolchain  # noqa: E402
-from dlcharts.helm import Helm, find_helm  # noqa: E402
-from dlcharts.render import difference, parse_manifest  # noqa: E402
-from dlcharts.suite import KUBE_VERSIONS, Scenario, all_scenarios  # noqa: E402
+from bench import common, model, results, suite_times, validation
+from dlcharts import native, render_server, toolchain
+from dlcharts.helm import Helm, find_helm
+from dlcharts.render import difference, parse_manifest
+from dlcharts.suite import KUBE_VERSIONS, Scenario, all_scenarios
 
 PARTS = ("cold", "unittest", "tiers", "verdict")
-BEGIN, END = "<!-- renderers: begin -->", "<!-- renderers: end -->"
-HEADING = "## 10. In-process rendering: server vs binary vs helm-unittest (issue 14)"
+SECTION = "10-renderers"
+TITLE = "In-process rendering: server vs binary vs helm-unittest (issue 14)"
 PYTEST = [str(common.ROOT / ".venv" / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", "-n", "2"]
-FAST = ["tests/unit", "tests/render", "tests/properties", "--dlcharts-no-cache"]
-HELM3 = ["tests/render", "--dlcharts-helm", "helm-v3.18.0", "--dlcharts-no-cache"]
+FAST = [*suite_times.FAST[2:], "--dlcharts-no-cache"]
+HELM3 = ["tests/fast/charts", "--dlcharts-helm", "helm-v3.18.0", "--dlcharts-no-cache"]
 # (name, pytest arguments, DLCHARTS_RENDERER); the server's own unit tests need it, so "before" runs without them
 TIERS: list[tuple[str, list[str], str]] = [
-    ("fast, binary (before)", [*FAST, "--ignore=tests/unit/test_render_server.py"], "binary"),
+    ("fast, binary (before)", [*FAST, "--ignore=tests/fast/render/test_render_server.py"], "binary"),
     ("fast, server (after)", FAST, "server"),
     ("render under Helm 3, binary (before)", HELM3, "binary"),
     ("render under Helm 3, server (after)", HELM3, "server"),
-    ("identity (server vs binary, both helms)", ["tests/identity"], "server"),
+    ("identity (server vs binary, both helms)", ["tests/fast/identity"], "server"),
 ]
 _SUMMARY = re.compile(r"^=*\s*(.*\d+ (?:passed|failed|error|errors).*?)\s*=*$", re.MULTILINE)
 _COMPARED = re.compile(r"in-process renderer vs helm binary: (\d+)/(\d+) renders identical")
@@ -149,10 +147,7 @@ def suite_text(scenario: Scenario, version: str) -> str:
 
 
 def measure_unittest() -> dict[str, Any]:
-    build = subprocess.run(
-        ["bash", "ci/build-control-plane.sh", "helm-unittest"], cwd=common.ROOT, capture_output=True, text=True,
-        check=False,
-    )  # fmt: skip
+    build = common.build("helm-unittest")
     if build.returncode != 0:
         return {"error": f"helm-unittest did not build: {build.stderr.strip()[-600:]}"}
     binary = build.stdout.split()[-1]
@@ -264,7 +259,12 @@ def measure_verdict() -> dict[str, Any]:
         env = {**os.environ, render_server.RENDERER_ENV: mode}
         seconds, proc = _timed(
             lambda env=env: subprocess.run(
-                [sys.executable, __file__, "ours-verdict"], env=env, capture_output=True, text=True, check=False
+                [sys.executable, "-m", "bench.renderers", "ours-verdict"],
+                cwd=common.ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
             )
         )
         verdict = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else proc.stderr[-600:]
@@ -286,87 +286,142 @@ def speedup(data: dict[str, Any]) -> float:
     return common.median([r["binary"] for r in cold]) / common.median([r["server"] for r in cold])
 
 
-def section(data: dict[str, Any]) -> list[str]:
-    lines = [BEGIN, "", f"Generated by `bench/renderers.py` (`make bench-render`), {data.get('date', '?')}; "
-             f"load average before → after: {common.load_text(data['load_start'])} → "
-             f"{common.load_text(data['load_end'])}.", ""]  # fmt: skip
+CASE_COLUMNS = [model.column("scenario"), model.column("server ms", "{:.1f}"), model.column("binary ms", "{:.1f}")]
+UNITTEST_COLUMNS = [
+    model.column("chart"),
+    model.column("renders", "{:,}"),
+    model.column("wall s", "{:.2f}"),
+    model.column("per render ms", "{:.1f}"),
+    model.column("tests"),
+]
+TIER_COLUMNS = [
+    model.column("tier"),
+    model.column("wall s", "{:.1f}"),
+    model.column("result"),
+    model.column("load 1m before", "{:.2f}"),
+]
+VERDICT_COLUMNS = [
+    model.column("chart to verdict"),
+    model.column("wall s", "{:.1f}"),
+    model.column("verdict"),
+    model.column("vs ours (server)", "{:.2f}x"),
+]
+
+
+def section(data: dict[str, Any]) -> list[model.Block]:
+    """Section 10's blocks from build/bench/renderers.json."""
+    run = [
+        ["measured", data.get("date", "?")],
+        ["load average before → after", " → ".join(common.load_text(data[k]) for k in ("load_start", "load_end"))],
+    ]
+    blocks: list[model.Block] = []
     cold, unit = data.get("cold"), data.get("unittest")
     if cold:
-        server = common.median([r["server"] for r in cold["rows"]]) * 1e3
-        binary = common.median([r["binary"] for r in cold["rows"]]) * 1e3
+        run += [
+            ["helm", cold["helm"]],
+            ["cold renders (every chart x ci scenario x Kubernetes version)", cold["compared"], "{:,}"],
+            ["Kubernetes versions", ", ".join(cold["kube_versions"])],
+        ]
         unit_ms = (
-            f"{common.median([r['per_render'] for r in unit['rows']]) * 1e3:.1f} ms"
+            common.median([r["per_render"] for r in unit["rows"]]) * 1e3
             if unit and "rows" in unit else f"n/a ({(unit or {}).get('error', 'not measured')})"
         )  # fmt: skip
-        lines += [
-            f"**Cold render per scenario** (helm {cold['helm']}; {cold['compared']} renders: every chart x ci "
-            f"scenario x Kubernetes {', '.join(cold['kube_versions'])}; median over the scenarios of each "
-            "scenario's median over the versions; helm template plus the objects, as the Renderer does it):",
-            "",
-            "| renderer | median cold render |",
-            "|---|---:|",
-            f"| in-process server (helm4-render; JSON objects) | {server:.1f} ms |",
-            f"| helm binary (one process per render; PyYAML) | {binary:.1f} ms |",
-            f"| helm-unittest {unit.get('version', '') if unit else ''} (one process per chart, wall / renders) "
-            f"| {unit_ms} |",
-            "",
-            f"Server start-up (once per process): {cold['server_start'] * 1e3:.0f} ms. Identity: "
-            f"{cold['identical']}/{cold['compared']} renders byte-identical to the binary (Secret data aside) and "
-            f"decoded alike. Objects from the server's JSON: {cold['from_json']}; left to PyYAML: {cold['by_pyyaml']}.",
-            "",
-            "| scenario | server ms | binary ms |",
-            "|---|---:|---:|",
-            *[f"| {r['scenario']} | {r['server'] * 1e3:.1f} | {r['binary'] * 1e3:.1f} |" for r in cold["rows"]],
-            "",
+        blocks += [
+            model.table(
+                "cold",
+                [model.column("renderer"), model.column("median cold render", "{:.1f} ms")],
+                [
+                    [
+                        "in-process server (helm4-render; JSON objects)",
+                        common.median([r["server"] for r in cold["rows"]]) * 1e3,
+                    ],
+                    [
+                        "helm binary (one process per render; PyYAML)",
+                        common.median([r["binary"] for r in cold["rows"]]) * 1e3,
+                    ],
+                    [
+                        f"helm-unittest {(unit or {}).get('version', '')} (one process per chart, wall / renders)",
+                        unit_ms,
+                    ],
+                ],
+                "**Cold render per scenario** (median over the scenarios of each scenario's median over the "
+                "versions; helm template plus the objects, as the Renderer does it):",
+            ),
+            model.facts(
+                "cold-facts",
+                "cold renders",
+                [
+                    ["server start-up (once per process), ms", cold["server_start"] * 1e3, "{:.0f}"],
+                    [
+                        "byte-identical to the binary (Secret data aside) and decoded alike",
+                        [cold["identical"], cold["compared"]],
+                        "{}/{}",
+                    ],
+                    ["objects from the server's JSON", cold["from_json"], "{:,}"],
+                    ["objects left to PyYAML", cold["by_pyyaml"], "{:,}"],
+                ],
+            ),
+            model.table(
+                "cases", CASE_COLUMNS, [[r["scenario"], r["server"] * 1e3, r["binary"] * 1e3] for r in cold["rows"]]
+            ),
         ]
         if cold["problems"]:
-            lines += ["Differences:", "", *[f"- {p}" for p in cold["problems"]], ""]
+            blocks.append(model.table("differences", [model.column("difference")], [[p] for p in cold["problems"]]))
     if unit and "rows" in unit:
-        lines += ["helm-unittest per chart:", "", "| chart | renders | wall s | per render ms | tests |",
-                  "|---|---:|---:|---:|---|",
-                  *[f"| {r['chart']} | {r['renders']} | {r['seconds']:.2f} | {r['per_render'] * 1e3:.1f} | "
-                    f"{r['tests']} |" for r in unit["rows"]], ""]  # fmt: skip
+        rows = [[r["chart"], r["renders"], r["seconds"], r["per_render"] * 1e3, r["tests"]] for r in unit["rows"]]
+        blocks.append(model.table("unittest", UNITTEST_COLUMNS, rows, "helm-unittest per chart:"))
     tiers = data.get("tiers")
     if tiers:
-        lines += ["**Test tiers** (pytest -n 2 on this machine's 2 cores, `--dlcharts-no-cache`):", "",
-                  "| tier | wall s | result | load 1m before |", "|---|---:|---|---:|"]  # fmt: skip
+        rows = []
         for r in tiers["rows"]:
             extra = f"; {r['compared'][0]}/{r['compared'][1]} renders identical" if r.get("compared") else ""
-            lines.append(f"| {r['tier']} | {r['seconds']:.1f} | {r['summary']}{extra} | {r['load_before']['1m']:.2f} |")
-        lines += ["", "Commands: " + "; ".join(f"`{r['command']}`" for r in tiers["rows"]), ""]
+            rows.append([r["tier"], r["seconds"], r["summary"] + extra, r["load_before"]["1m"]])
+        blocks += [
+            model.table(
+                "tiers",
+                TIER_COLUMNS,
+                rows,
+                "**Test tiers** (pytest -n 2 on this machine's 2 cores, `--dlcharts-no-cache`):",
+            ),
+            model.code("tier-commands", [r["command"] for r in tiers["rows"]], "Commands:"),
+        ]
     verdict = data.get("verdict")
     if verdict and "error" not in verdict:
         ours = verdict["ours, server"]["seconds"]
-        lines += [
-            f"**Chart to verdict** ({verdict['cases']} cases: every chart x ci scenario x Kubernetes version, cold, no "
-            f"render cache; {verdict['cores']} cores, one row after the other). Ours: one Python process (start-up, "
-            "imports and validator compilation included) rendering each case and validating it with the strict "
-            "schemas of its version. kubeconform: `helm template … | kubeconform -strict` with the same schemas "
-            "(CRDs first).",
-            "",
-            "| chart to verdict | wall s | verdict | vs ours (server) |",
-            "|---|---:|---|---:|",
-            *[
-                f"| {name} | {row['seconds']:.1f} | {row['verdict']} | {row['seconds'] / ours:.2f}x |"
-                for name, row in verdict.items()
-                if isinstance(row, dict)
-            ],  # fmt: skip
-            "",
+        run += [["chart-to-verdict cases", verdict["cases"], "{:,}"], ["cores", verdict["cores"], "{}"]]
+        rows = [
+            [name, row["seconds"], str(row["verdict"]), row["seconds"] / ours]
+            for name, row in verdict.items()
+            if isinstance(row, dict)
         ]
+        blocks.append(
+            model.table(
+                "verdict",
+                VERDICT_COLUMNS,
+                rows,
+                "**Chart to verdict** (every chart x ci scenario x Kubernetes version, cold, no render cache; one row "
+                "after the other). Ours: one Python process (start-up, imports and validator compilation included) "
+                "rendering each case and validating it with the strict schemas of its version. kubeconform: "
+                "`helm template … | kubeconform -strict` with the same schemas (CRDs first).",
+            )  # fmt: skip
+        )
     elif verdict:
-        lines += [f"Chart to verdict: not measured ({verdict['error']})", ""]
+        blocks.append(model.facts("verdict", "chart to verdict", [["not measured", verdict["error"]]]))
     if cold:
-        lines += ["![in-process renderer](renderers.png)", ""]
-    return [*lines, END]
+        blocks.append(model.image("plot", "plots/renderers.png", "in-process renderer"))
+    return [model.facts("run", "`python -m bench.renderers` (`make bench-render`)", run), *blocks]
+
+
+def report(data: dict[str, Any]) -> None:
+    model.update(SECTION, section(data), title=TITLE, by="`python -m bench.renderers`")
+    results.write()
+    if data.get("cold"):
+        plot(data)
 
 
 def plot(data: dict[str, Any]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = common.pyplot()
+    if plt is None:
         return
     rows = data["cold"]["rows"]
     fig, ax = plt.subplots(figsize=(10, 8))
@@ -378,7 +433,8 @@ def plot(data: dict[str, Any]) -> None:
     ax.set_xlabel("cold render, median over Kubernetes versions (ms)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(common.BENCH / "renderers.png", dpi=90)
+    fig.savefig(common.PLOTS / "renderers.png", dpi=90)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,14 +448,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     data = common.saved("renderers") or {}
     if not args.report_only:
-        data["load_start"], data["date"] = common.load(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        data["load_start"], data["date"] = common.load(), common.now()
         for part in args.parts.split(","):
             data[part] = globals()[f"measure_{part}"]()
             data["load_end"] = common.load()
             common.save("renderers", data)
-    common.write_between(BEGIN, END, section(data), HEADING)
+    report(data)
     if data.get("cold"):
-        plot(data)
         cold = data["cold"]
         print(f"in-process/binary speedup: {speedup(data):.1f}x, identical: {cold['identical']}/{cold['compared']}")
     return 0

@@ -11,15 +11,19 @@ EndpointSlice controller's default of at most 100 endpoints per slice; a selecto
 least one).
 
 Beside it, the same job (same roles, same replica counts) under designs that create one Service per replica,
-computed from their source (cited in bench/results.md):
+computed from their source:
 - Kubeflow training-operator v1 (TFJob, PyTorchJob, MXJob): the job object, and per replica one Pod and
   one headless Service (plus that Service's Endpoints and EndpointSlice).
 - mpi-operator v2 (MPIJob v2beta1, for the MPI charts): the MPIJob, one headless Service, one ConfigMap,
   one ssh Secret, a launcher Job with its pod, and one Pod per worker.
 - the 2017/2018 inovex examples: per replica one workload object (Job), one ClusterIP Service and the pod
   (plus Endpoints and EndpointSlice), no custom resource.
+(Where each design's numbers come from: bench/NOTES.md, section 3.)
 
-Usage: .venv/bin/python bench/scale.py [--repeat 3] [--workers 1,8,64,512,1000,10000]
+Writes build/bench/scale.json (raw), section 3 of bench/results.md (bench/data/03-scale.json) and
+bench/plots/scale.png.
+
+Usage: .venv/bin/python -m bench.scale [--repeat 3] [--workers 1,8,64,512,1000,10000] [--report-only]
 """
 
 from __future__ import annotations
@@ -28,13 +32,10 @@ import argparse
 import collections
 import json
 import math
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common, model, results
 
 SLICE_MAX = 100  # kube-controller-manager --max-endpoints-per-slice default
 
@@ -113,7 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", default="1,8,64,512,1000,10000")
+    parser.add_argument("--report-only", action="store_true", help="section 3 from build/bench/scale.json")
     args = parser.parse_args(argv)
+    if args.report_only:
+        data = common.saved("scale")
+        if data is None:
+            raise SystemExit(f"no {common.WORK / 'scale.json'}: run `python -m bench.scale` first")
+        report(data)
+        return 0
     from dlcharts import render_server
     from dlcharts.helm import find_helm
     from dlcharts.render import Renderer, RenderRequest, parse_manifest
@@ -166,9 +174,160 @@ def main(argv: list[str] | None = None) -> int:
                 f"{sizes[largest] / 1024:.0f} KiB",
                 flush=True,
             )
-    common.save("scale", {"rows": rows, "workers": counts, "repeat": args.repeat,
-                          "seconds": time.perf_counter() - started, "helm": helm.version})  # fmt: skip
+    data = {
+        "rows": rows,
+        "workers": counts,
+        "repeat": args.repeat,
+        "seconds": time.perf_counter() - started,
+        "helm": helm.version,
+    }
+    common.save("scale", data)
+    report(data)
     return 0
+
+
+# ----- section 3 of results.md -----------------------------------------------------------------------------
+
+SECTION = "03-scale"
+TITLE = "Scale of what one job creates"
+COLUMNS = [
+    model.column("chart"),
+    model.column("workers", "{:,}"),
+    model.column("rendered objects (by kind)", "{:,} ({})", align="left"),
+    model.column("pods", "{:,}"),
+    model.column("Endpoints + slices", "{:,} + {:,}"),
+    model.column("**total**", "**{:,}**"),
+    model.column("rendered KiB", "{:.1f}"),
+    model.column("render ms: binary / server", "{:.0f} / {:.0f}"),
+    model.column("largest object KiB", "{:.1f}"),
+    model.column("Kubeflow: total (Services)", "{}: {:,} ({:,})"),
+    model.column("inovex: total (Services)", "{:,} ({:,})"),
+    model.column("load 1m", "{:.2f}"),
+]
+RATIO_COLUMNS = [model.column("chart"), model.column("binary", "{:.1f}x"), model.column("in-process", "{:.1f}x")]
+
+
+def section(s: dict[str, Any]) -> tuple[list[model.Block], list[dict[str, str]]]:
+    """Section 3's blocks and targets from a raw run (build/bench/scale.json)."""
+    rows = []
+    for r in s["rows"]:
+        o, kf, ino = r["ours"], r["kubeflow"], r["inovex"]
+        binary = common.median(r["render_samples"]) * 1e3
+        server = common.median(r["server_samples"]) * 1e3 if r.get("server_samples") else None
+        rows.append(
+            [
+                r["chart"],
+                r["workers"],
+                [o["rendered"], ", ".join(f"{v} {k}" for k, v in o["kinds"].items())],
+                o["pods"],
+                [o["endpoints"], o["endpointslices"]],
+                o["total"],
+                r["bytes"] / 1024,
+                [binary, server] if server is not None else f"{binary:.0f} / –",
+                r["largest"]["bytes"] / 1024 if r.get("largest") else None,
+                [r["operator"], kf["total"], kf["services"]],
+                [ino["total"], ino["services"]],
+                r["load_1m"],
+            ]
+        )
+    lo, hi = min(s["workers"]), max(s["workers"])
+    ratios, constant, growing = [], True, []
+    for chart in [c for c in common.TRAINING_CHARTS if any(r["chart"] == c for r in s["rows"])]:
+        mine = [r for r in s["rows"] if r["chart"] == chart]
+        by_w = {r["workers"]: r for r in mine}
+        if lo in by_w and hi in by_w:
+            binary = common.median(by_w[hi]["render_samples"]) / common.median(by_w[lo]["render_samples"])
+            server = None
+            if by_w[hi].get("server_samples") and by_w[lo].get("server_samples"):
+                server = common.median(by_w[hi]["server_samples"]) / common.median(by_w[lo]["server_samples"])
+            ratios.append([chart, binary, server])
+        if len({tuple(sorted(r["ours"]["kinds"].items())) for r in mine}) != 1:
+            constant = False
+            growing.append(chart)
+    blocks = [
+        model.facts(
+            "setup",
+            "setup",
+            [
+                ["Kubernetes", common.KUBE_VERSION],
+                ["helm", s["helm"]],
+                ["renders per time shown (their median)", s["repeat"], "{}"],
+            ],
+        ),
+        model.table("jobs", COLUMNS, rows),
+        model.table("render-ratio", RATIO_COLUMNS, ratios, f"Render time at worker={hi:,} over worker={lo}:"),
+        model.image("plot", "plots/scale.png", "objects per job"),
+    ]
+    targets = []
+    if ratios:
+        bad = [f"{c} {x:.1f}x" for c, x, _ in ratios if x > 3]
+        targets.append(
+            model.target(
+                f"render time at worker={hi:,} within 3x of worker={lo} (each training chart)",
+                ", ".join(f"{c} {x:.1f}x" for c, x, _ in ratios),
+                "yes" if not bad else f"no: {', '.join(bad)}",
+            )
+        )
+    targets.append(
+        model.target(
+            "non-pod objects constant in the worker count",
+            "same kinds and counts at every N" if constant else f"grows for {', '.join(growing)}",
+            constant,
+        )
+    )
+    return blocks, targets
+
+
+def report(data: dict[str, Any]) -> None:
+    blocks, targets = section(data)
+    model.update(SECTION, blocks, title=TITLE, by="`python -m bench.scale`", targets=targets)
+    results.write()
+    plot(data)
+
+
+def plot(s: dict[str, Any]) -> None:
+    plt = common.pyplot()
+    if plt is None:
+        return
+    rows = s["rows"]
+    charts = [c for c in common.TRAINING_CHARTS if any(r["chart"] == c for r in rows)]
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
+    for ax, chart in zip(axes.flat, charts, strict=False):
+        mine = sorted((r for r in rows if r["chart"] == chart), key=lambda r: r["workers"])
+        w = [r["workers"] for r in mine]
+        direct = [r["kubeflow"]["custom"] + r["kubeflow"]["services"] + r["kubeflow"]["other"] for r in mine]
+        ax.plot(w, [r["ours"]["total"] for r in mine], "o-", label="ours: all API objects")
+        ax.plot(w, [r["ours"]["rendered"] for r in mine], "o--", label="ours: rendered (no pods, no endpoints)")
+        ax.plot(w, [r["kubeflow"]["total"] for r in mine], "s-", label=f"{mine[0]['operator']}: all")
+        ax.plot(w, direct, "s--", label=f"{mine[0]['operator']}: created by it (no pods, no endpoints)")
+        ax.plot(w, [r["inovex"]["total"] for r in mine], "^-", label="inovex: all")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(chart)
+        ax.set_xlabel("workers")
+        ax.set_ylabel("API objects")
+        ax.grid(True, which="both", alpha=0.3)
+    axes.flat[0].legend(fontsize=7)
+    ax = axes.flat[len(charts)] if len(charts) < 6 else None
+    if ax is not None:
+        for chart in charts:
+            mine = sorted((r for r in rows if r["chart"] == chart), key=lambda r: r["workers"])
+            ax.plot(
+                [r["workers"] for r in mine],
+                [common.median(r["render_samples"]) * 1e3 for r in mine],
+                "o-",
+                label=chart,
+            )
+        ax.set_xscale("log")
+        ax.set_title("helm template time (cold process)")
+        ax.set_xlabel("workers")
+        ax.set_ylabel("ms")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("What one training job creates, by worker count")
+    fig.tight_layout()
+    fig.savefig(common.PLOTS / "scale.png", dpi=100)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
