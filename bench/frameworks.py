@@ -98,7 +98,7 @@ def measure(kube: Any, kubeconfig: Path, registry: str, framework: str, net: str
     from dlcharts.install import Release
 
     spec = FRAMEWORKS[framework]
-    chart = run.ROOT / "charts" / spec["chart"]
+    chart = common.ROOT / "charts" / spec["chart"]
     release = Release(find_helm(), kubeconfig, release_name(framework, net, workers), namespace)
     lines: list[str] = []
     started = time.monotonic()

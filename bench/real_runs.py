@@ -29,7 +29,7 @@ from dlcharts.cluster.embedded import EmbeddedCluster
 from dlcharts.helm import find_helm
 from dlcharts.images import Builder
 from dlcharts.install import Kube, Release
-from dlcharts.install.namespaces import create_namespace, delete_namespace
+from dlcharts.install.namespaces import delete_namespace
 
 #: what each chart runs (the same roles as the cluster tier's tests) and the log line of a training step
 CHARTS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -70,7 +70,7 @@ def last_exit_after_first_job(kube: Kube, namespace: str) -> float | None:
 def one(chart: str, kubeconfig: Path, registry: str) -> dict[str, Any]:
     helm_args, step = CHARTS[chart]
     namespace = f"bench-{chart}-{uuid.uuid4().hex[:6]}"
-    path = run.ROOT / "charts" / chart
+    path = common.ROOT / "charts" / chart
     run.push_images(chart, registry, lambda _line: None)
     first_step: list[float] = []
     started = time.monotonic()
@@ -81,7 +81,7 @@ def one(chart: str, kubeconfig: Path, registry: str) -> dict[str, Any]:
 
     before = common.load()
     with Kube.from_kubeconfig(kubeconfig) as kube:
-        create_namespace(kube, namespace, run.pod_security_level(path))
+        run.prepare_namespace(kube, namespace, path, write=lambda _line: None)  # at the chart's Pod Security level
         result = run.run_job(
             kube, Release(find_helm(), kubeconfig, "bench", namespace), path,
             run.cpu_values(chart, registry), helm_args, write=write,
