@@ -330,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         if block["kind"] == "table":
             print("\n".join(results.block_lines(block)))
     report(data)
-    print(f"wrote {OUT_JSON.relative_to(common.ROOT)}, {OUT_PNG.relative_to(common.ROOT)}, bench/results.md")
+    written = [] if args.report_only else [str(OUT_JSON.relative_to(common.ROOT))]
+    print(f"wrote {', '.join([*written, str(model.path_of(SECTION).relative_to(common.ROOT)), 'bench/results.md'])}")
     return 0 if all(r["ok"] for r in data["rows"]) else 1
 
 
