@@ -4,10 +4,11 @@
     python native/wheels.py --all                                           every platform in PLATFORMS
 
 A platform wheel is the pure wheel plus ``dlcharts/_native/``: the render servers of both helm majors and the API
-server's rules of both Kubernetes minors (dlcharts.native.HELPERS), cross-compiled by ci/build-control-plane.sh
-(DLCHARTS_PLATFORM=GOOS/GOARCH; static, CGO_ENABLED=0), with ``manifest.json`` naming the platform and each helper's
-file, version and sha256. Its tag is ``py3-none-<platform>``: the helpers are programs, not Python extensions, so one
-wheel serves every Python 3 (as ruff's and uv's wheels do), and pip prefers it to the pure one wherever it fits.
+server's rules of both Kubernetes minors (dlcharts.native.HELPERS), cross-compiled from native/ by
+dlcharts.native.build (static, CGO_ENABLED=0; cached in the tools folder in folders named for the platform), with
+``manifest.json`` naming the platform and each helper's file, version and sha256. Its tag is ``py3-none-<platform>``:
+the helpers are programs, not Python extensions, so one wheel serves every Python 3 (as ruff's and uv's wheels do),
+and pip prefers it to the pure one wherever it fits.
 The pure wheel (``py3-none-any``) stays for every other platform; installed there, a check that needs a helper
 says it did not run (dlcharts.native.missing_reason) and fails the run.
 """
@@ -19,17 +20,16 @@ import base64
 import fcntl
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
 import zipfile
 from pathlib import Path
 
-from dlcharts.native import HELPERS, platform_tag
+from dlcharts import native
+from dlcharts.native import platform_tag
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD_SCRIPT = REPO / "ci" / "build-control-plane.sh"
 #: Go's platform -> the wheel's platform tags. Static Go binaries run on any glibc or musl Linux; Go 1.26 needs
 #: macOS 12 or later.
 PLATFORMS = {
@@ -58,11 +58,8 @@ def pure_wheel(out: Path) -> Path:
 
 
 def build_helpers(platform: str) -> dict[str, Path]:
-    """The helpers for ``platform``, built (or found in the cache) by ci/build-control-plane.sh."""
-    env = {**os.environ, "DLCHARTS_PLATFORM": platform}
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT), *HELPERS], env=env, stdout=subprocess.PIPE, text=True, check=True)
-    found = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
-    return {name: Path(found[name]) for name in HELPERS}
+    """The helpers for ``platform``, built (or found in the tools folder) from this checkout's native/."""
+    return native.build(native.HELPERS, platform=platform)
 
 
 def _record_hash(data: bytes) -> str:

@@ -464,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tools = sub.add_parser(
         "tools", help=f"install the pinned helm/kubectl binaries into {toolchain.tools_dir()}, build the in-process "
-        "renderers (ci/build-control-plane.sh) and say which renderer renders",
+        "renderers and validators from native/ with Go (a checkout; once, then cached) and say which renderer renders",
     )  # fmt: skip
     tools.add_argument(
         "keys", nargs="*", help=f"tools to install (default all: {', '.join(toolchain.TOOLS)}, and the renderers)"

@@ -7,8 +7,9 @@ import shlex
 import sys
 import time
 
+from dlcharts.cluster import binaries
 from dlcharts.cluster.addons import ADDONS
-from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, build_binaries
+from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
 
@@ -18,9 +19,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     addons = tuple(name for name in ADDONS if getattr(args, name))
     if args.action == "build":
         groups = (["oldest"] if version == OLDEST_KUBERNETES_VERSION else []) + (["addons"] if addons else [])
-        for name, path in build_binaries(groups or None).items():
-            print(f"{name} {path}")
-        return 0
+        return cmd_build([*args.names, *groups], check=args.check, platform=args.platform)
     config = ClusterConfig(name=args.name, real_node=not args.no_real_node, kubernetes_version=version, addons=addons)
     cluster = EmbeddedCluster(config)
     if args.action == "up":
@@ -39,6 +38,22 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     running = cluster.is_running()
     print(f"{args.name}: {'running' if running else 'not running'} ({cluster.state_dir})")
     return 0 if running else 1
+
+
+def cmd_build(names: list[str], *, check: bool, platform: str | None) -> int:
+    """``dlcharts cluster build``: one ``<name> <path>`` line per binary (what scripts read), each built first where
+    missing; ``check`` builds nothing and fails naming what is missing."""
+    if check:
+        paths, missing = binaries.missing_binaries(names or None, platform=platform)
+    else:
+        paths, missing = binaries.build_binaries(names or None, platform=platform), []
+    for name, path in paths.items():
+        print(f"{name} {path}")
+    if missing:
+        again = shlex.join(["dlcharts", "cluster", "build", *names, *(["--platform", platform] if platform else [])])
+        print(f"dlcharts: missing: {', '.join(missing)}; build with: {again}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_registry(args: argparse.Namespace) -> int:
@@ -76,15 +91,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
-    cluster.add_argument("action", choices=["build", "up", "down", "status"])
-    cluster.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
-    cluster.add_argument(
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
+    common.add_argument(
         "--no-real-node",
         action="store_true",
         help="up: only the fake (kwok) nodes, no containerd/kubelet node (that one needs root)",
     )
-    cluster.add_argument(
+    common.add_argument(
         "--kubernetes-version",
         default=KUBERNETES_VERSION,
         choices=[KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, "oldest"],
@@ -92,18 +106,37 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         + OLDEST_KUBERNETES_VERSION
         + ", the oldest minor the charts support) runs fake nodes only, so up needs --no-real-node with it",
     )
-    cluster.add_argument(
+    common.add_argument(
         "--kueue",
         action="store_true",
         help="build/up: Kueue's manager, webhooks and CRDs with the cluster (kueue.queueName in the charts)",
     )
-    cluster.add_argument(
+    common.add_argument(
         "--coscheduling",
         action="store_true",
         help="build/up: a second scheduler, scheduler-plugins' coscheduling, named "
         "scheduler-plugins-scheduler (gang.scheduler=scheduler-plugins in the charts)",
     )
-    cluster.set_defaults(func=cmd_cluster)
+    cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
+    actions = cluster.add_subparsers(dest="action", metavar="{build,up,down,status}", required=True)
+    groups = "; ".join(f"{group}: {' '.join(names)}" for group, names in binaries.GROUPS.items())
+    build = actions.add_parser(
+        "build", parents=[common], help="build the cluster's binaries (once; cached by version)",
+        description="Build (once; cached by version, sha256-checked) the binaries named, or those of the groups "
+        f"named, from the Go module proxy (needs Go >= 1.26; no checkout), and print one `<name> <path>` line each. "
+        f"Groups: {groups}.",
+    )  # fmt: skip
+    build.add_argument("names", nargs="*", metavar="GROUP|NAME", help="what to build (default: the default group)")
+    build.add_argument("--check", action="store_true", help="build nothing; exit 1 naming what is missing")
+    build.add_argument(
+        "--platform", metavar="GOOS/GOARCH", help="the harness's helpers (tools) for another platform's wheel"
+    )
+    build.set_defaults(func=cmd_cluster)
+    for action, text in (("up", "start the cluster (or reuse the running one)"), ("down", "stop it"),
+                         ("status", "say whether it runs")):  # fmt: skip
+        actions.add_parser(action, parents=[common], help=text).set_defaults(
+            func=cmd_cluster, names=[], check=False, platform=None
+        )
 
     reg = sub.add_parser(
         "registry", help="the local OCI registry (distribution v3) on 127.0.0.1, HTTPS with a login: charts "

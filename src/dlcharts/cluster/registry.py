@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dlcharts.cluster import procs
-from dlcharts.cluster.binaries import VERSIONS, build_script, cache_dir
+from dlcharts.cluster.binaries import VERSIONS, build_binaries, build_command, cache_dir
 from dlcharts.cluster.registry_access import Access, make_access
 from dlcharts.errors import ClusterError
 
@@ -60,20 +60,16 @@ def tool_path(name: str, cache: Path | None = None) -> Path:
 
 
 def require_tool(name: str, cache: Path | None = None, *, build: bool = True) -> Path:
-    """The pinned ``registry`` or ``crane`` binary; built with ci/build-control-plane.sh when missing."""
+    """The pinned ``registry`` or ``crane`` binary; built (with the other) when missing."""
     path = tool_path(name, cache)
     if path.is_file() and os.access(path, os.X_OK):
         return path
-    command = f"bash {build_script()} registry crane"
+    command = f"{build_command()} images"
     if not build:
         raise ClusterError(f"{name} is not built (expected at {path}); build it with: {command}")
-    env = dict(os.environ)
-    env.setdefault("DLCHARTS_CACHE", str(cache if cache is not None else cache_dir()))
-    proc = subprocess.run(
-        ["bash", str(build_script()), "registry", "crane"], env=env, stdout=subprocess.DEVNULL, check=False
-    )
-    if proc.returncode != 0 or not path.is_file():
-        raise ClusterError(f"building {name} failed (exit code {proc.returncode}); run it by hand: {command}")
+    build_binaries(["images"], cache=cache)
+    if not path.is_file():
+        raise ClusterError(f"building {name} left nothing at {path}; run it by hand: {command}")
     return path
 
 

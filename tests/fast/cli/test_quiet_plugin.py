@@ -32,14 +32,13 @@ def _trap(folder: Path, name: str, marker: Path) -> Path:
 def test_an_unrelated_project_gets_no_output_no_subprocess_and_no_build(tmp_path):
     project, traps = tmp_path / "project", tmp_path / "traps"
     project.mkdir()
-    (traps / "ci").mkdir(parents=True)
+    traps.mkdir()
     marker = tmp_path / "ran"
     (project / "test_probe.py").write_text(PROBE)
-    # a checkout whose build script, and a helm, that would record being run and fail loudly
-    _trap(traps / "ci", "build-control-plane.sh", marker)
+    # a go (every build runs it) and a helm that would record being run and fail loudly
+    _trap(traps, "go", marker)
     env = {
         **os.environ,
-        "DLCHARTS_REPO": str(traps),
         "HELM_BIN": str(_trap(traps, "helm", marker)),
         "PATH": f"{traps}{os.pathsep}{os.environ['PATH']}",
     }

@@ -18,7 +18,9 @@ from dlcharts.cluster import (
 from dlcharts.cluster.binaries import (
     ADDON_BINARIES,
     OLDEST_KUBERNETES_VERSION,
+    TABLE,
     binary,
+    build_binaries,
     control_plane_binaries,
     read_versions,
 )
@@ -27,11 +29,13 @@ from dlcharts.errors import ClusterError
 from tests.support import ROOT as REPO
 
 
-def test_versions_are_pinned_once_for_script_and_python() -> None:
+def test_versions_are_pinned_once_for_the_build_and_the_cluster() -> None:
     versions = read_versions()
     assert versions["KUBERNETES_VERSION"].startswith("v1.35.")
-    script = (REPO / "ci" / "build-control-plane.sh").read_text()
-    assert "src/dlcharts/versions.env" in script
+    for name, key in {"kube-apiserver": "KUBERNETES_VERSION", "kube-apiserver@oldest": "OLDEST_KUBERNETES_VERSION",
+                      "etcd": "ETCD_VERSION", "crane": "CRANE_VERSION", "kueue": "KUEUE_VERSION",
+                      "helm-unittest": "HELM_UNITTEST_VERSION"}.items():  # fmt: skip
+        assert TABLE[name].version == versions[key], name
 
 
 def test_binary_cache_layout(tmp_path: Path) -> None:
@@ -61,14 +65,14 @@ def test_missing_binaries_name_each_one_and_the_build_command(tmp_path: Path) ->
     message = str(err.value)
     for name in BINARY_NAMES:
         assert name in message
-    assert "build-control-plane.sh" in message
+    assert "dlcharts cluster build\n" in message
 
 
 def test_missing_addons_name_their_build(tmp_path: Path) -> None:
     with pytest.raises(ClusterError) as err:
         require_binaries(tmp_path, ADDON_BINARIES)
     assert "kueue v0.17.0" in str(err.value) and "scheduler-plugins v0.34.7" in str(err.value)
-    assert "build-control-plane.sh addons" in str(err.value)
+    assert "dlcharts cluster build addons" in str(err.value)
 
 
 def test_start_without_binaries_fails_clearly(tmp_path: Path) -> None:
@@ -160,17 +164,14 @@ def test_cluster_dns_forwards_nothing_off_the_machine(tmp_path: Path) -> None:
 
 def test_a_damaged_cached_binary_is_rebuilt_never_used(tmp_path: Path) -> None:
     """A truncated binary with its sha256 record, and a garbage one without a record: both are reported and
-    rebuilt from the module proxy (Go caches warm: about a minute), into the very bytes first built (reproducible)."""
+    rebuilt from the module proxy (Go caches warm: seconds), into the very bytes first built (reproducible)."""
     import hashlib
-    import os
     import shutil
-    import subprocess
 
     built = binary("etcd")  # built by `make control-plane` before the cluster tier
     good = hashlib.sha256(built.path.read_bytes()).hexdigest()
     cache = binary("etcd", tmp_path).path
     cache.parent.mkdir(parents=True)
-    env = {**os.environ, "DLCHARTS_CACHE": str(tmp_path), "PATH": f"{os.environ['PATH']}:/usr/local/go/bin"}
     damages = [
         ("truncated", built.path.read_bytes()[: built.path.stat().st_size // 2], good),
         ("garbage", b"oops", None),
@@ -183,13 +184,11 @@ def test_a_damaged_cached_binary_is_rebuilt_never_used(tmp_path: Path) -> None:
             record_file.write_text(record + "\n")
         else:
             record_file.unlink(missing_ok=True)
-        proc = subprocess.run(
-            ["bash", str(REPO / "ci" / "build-control-plane.sh"), "etcd"], env=env, capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stderr
+        log = tmp_path / f"{what}.log"
+        assert build_binaries(["etcd"], cache=tmp_path, log=log) == {"etcd": cache}
         expected = "is damaged" if record else "does not run"
-        assert f"etcd: {cache} {expected}" in proc.stderr, (what, proc.stderr)
-        assert "built etcd" in proc.stderr, (what, proc.stderr)
+        assert f"etcd: {cache} {expected}" in log.read_text(), (what, log.read_text())
+        assert "built etcd" in log.read_text(), (what, log.read_text())
         assert hashlib.sha256(cache.read_bytes()).hexdigest() == good, what
         assert record_file.read_text().strip() == good, what
     shutil.rmtree(tmp_path / "build")
