@@ -12,9 +12,9 @@ quotas, webhooks) and whatever needs other objects.
 minor is one a validator is built for: the pinned version's (``k8s-validate``) or the oldest minor the charts
 support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION).
 Other minors have other rules: their objects get the schema pass only. Each runs as one long-lived process per
-Python process. ci/build-control-plane.sh builds them into the tools folder beside the render servers (the pinned
-one with ``make tools`` or ``dlcharts tools``; the oldest with ``make
-control-plane``, or ``ci/build-control-plane.sh oldest``); a platform wheel carries both. Where one is not
+Python process. dlcharts.native builds them into the tools folder beside the render servers (both with ``make tools``
+or ``dlcharts tools``; the oldest also with ``make control-plane``, or ``dlcharts cluster build oldest``); a platform
+wheel carries both. Where one is not
 available or does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as
 not run (dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
 
@@ -49,7 +49,7 @@ def minor(kube_version: str) -> str:
 
 #: the Kubernetes minor whose rules the default validator holds ("1.35")
 MINOR = minor(KUBERNETES_VERSION)
-#: each minor a validator can be built for, and that validator's name in ci/build-control-plane.sh
+#: each minor a validator can be built for, and that validator's name in dlcharts.native's build table
 VALIDATORS = {MINOR: NAME, minor(OLDEST_KUBERNETES_VERSION): NAME + OLDEST}
 
 

@@ -1,7 +1,7 @@
 """Every pinned version of a Go-built part, read from ``versions.env`` beside this file.
 
-One source of truth: ci/build-control-plane.sh sources the same file, the cluster (dlcharts.cluster.binaries) and the
-harness's helpers (dlcharts.native, dlcharts.apirules) read it here, so the core never imports the cluster for a pin.
+One source of truth: the build tables (dlcharts.native for the harness's helpers, dlcharts.cluster.binaries for the
+cluster's binaries) and the checks (dlcharts.apirules) read it here, so the core never imports the cluster for a pin.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ class RenderServer:
             self.close()
             raise ToolchainError(
                 f"{path} speaks protocol {ready.get('protocol')} for helm {ready.get('helm')}, expected protocol "
-                f"{PROTOCOL} for {helm.version}; rebuild it: ci/build-control-plane.sh {server_name(helm)}"
+                f"{PROTOCOL} for {helm.version}; rebuild it: remove {path.parent} and run dlcharts tools"
             )
 
     def template(self, args: list[str], objects: bool = True) -> Reply | None:

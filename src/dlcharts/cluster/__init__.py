@@ -7,7 +7,7 @@
 
 Binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl, and kubelet and
 coredns for the real node) are built
-from Go modules by ``ci/build-control-plane.sh`` (or :func:`build_binaries`) into
+from Go modules by ``dlcharts cluster build`` (or :func:`build_binaries`) into
 ``$DLCHARTS_CACHE/bin``; a missing one raises ClusterError naming it and the build command.
 """
 

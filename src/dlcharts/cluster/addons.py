@@ -3,7 +3,7 @@ second kube-scheduler with scheduler-plugins' coscheduling plugin (gang scheduli
 
     EmbeddedCluster(ClusterConfig(addons=("kueue", "coscheduling")))      dlcharts cluster up --kueue --coscheduling
 
-Both are built from their Go modules at the versions pinned in versions.env (``ci/build-control-plane.sh addons``),
+Both are built from their Go modules at the versions pinned in versions.env (``dlcharts cluster build addons``),
 and installed from the manifests their modules ship, which the build copies into ``manifests/`` beside each
 binary:
 

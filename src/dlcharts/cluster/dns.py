@@ -1,6 +1,6 @@
 """Cluster DNS for the real node: CoreDNS as a host process, serving cluster.local from the API server.
 
-CoreDNS (built by ci/build-control-plane.sh from the Go module proxy) binds port 53 on the node's bridge
+CoreDNS (built by dlcharts cluster build from the Go module proxy) binds port 53 on the node's bridge
 address only, which every pod on the real node reaches over the bridge; the kubelet's ``clusterDNS`` points
 there. It answers for ``cluster.local`` and the reverse zones with the ``kubernetes`` plugin (Services,
 headless-Service records ``<hostname>.<subdomain>.<ns>.svc.cluster.local`` of pods that set ``hostname``

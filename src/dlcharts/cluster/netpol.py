@@ -1,7 +1,7 @@
 """NetworkPolicy enforcement on the real node: kube-router's firewall, alone, on the node's pod network.
 
 Which implementation: kube-router (github.com/cloudnativelabs/kube-router/v2, built by
-ci/build-control-plane.sh, pinned in versions.env) in its firewall-only mode, which writes iptables rules and ipsets
+dlcharts cluster build, pinned in versions.env) in its firewall-only mode, which writes iptables rules and ipsets
 (``--run-firewall --run-router=false --run-service-proxy=false``: no BGP, no IPVS, no CNI). The other candidate,
 sigs.k8s.io/kube-network-policies, hands each new connection to a userspace verdict through an nftables ``queue``
 rule, and this machine kind's kernel is built without CONFIG_NFT_QUEUE (``nft add rule ... queue num 100`` fails

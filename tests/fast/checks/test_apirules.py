@@ -80,7 +80,7 @@ def test_schema_validation_adds_the_api_rules_for_the_validators_minors_only():
 def test_the_oldest_minors_validator_holds_that_minors_rules():
     """k8s-validate@oldest links Kubernetes 1.29, whose environment variable names are C-like identifiers; 1.32
     relaxed that (RelaxedEnvironmentVariableValidation), so the pinned validator takes what 1.29 refuses."""
-    native.locate([apirules.VALIDATORS["1.29"]], build=True)  # cached; ci/build-control-plane.sh oldest
+    native.locate([apirules.VALIDATORS["1.29"]], build=True)  # cached; dlcharts cluster build oldest
     body = mutated(lambda b: container(b).update(env=[{"name": "1 epoch", "value": "x"}]))
     obj = K8sObject(ObjectKey("batch/v1", "Job", None, "train"), body, "c/templates/job.yaml")
     (finding,) = validate_object(obj, "1.29.0")
