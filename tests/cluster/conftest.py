@@ -22,6 +22,8 @@ from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
+from dlcharts.install.podsecurity import chart_pod_security
+from tests.support.cluster import CHARTS
 
 
 @pytest.fixture(scope="session")
@@ -87,9 +89,9 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
         on_line: Callable[[str], None] | None = None,
         before: Callable[[str], None] | None = None,
     ) -> tuple[run.RunResult, str]:
-        path = run.ROOT / "charts" / chart
+        path = CHARTS / chart
         namespace = f"{release}-{uuid.uuid4().hex[:6]}"
-        embedded_cluster.create_namespace(namespace, run.pod_security_level(path))
+        embedded_cluster.create_namespace(namespace, chart_pod_security(path).level)
         namespaces.append(namespace)
         go.namespace = namespace  # type: ignore[attr-defined]
         if before is not None:  # given the namespace, before the release is installed

@@ -42,13 +42,17 @@ from dlcharts.cluster.config import NodePool, node_objects
 from dlcharts.cluster.node import LABEL_KEY as REAL_NODE_LABEL
 from dlcharts.errors import ClusterError
 from dlcharts.install.kube import Kube
-from dlcharts.install.podsecurity import load_pod_security
+from dlcharts.install.podsecurity import DEFAULT_POD_SECURITY, chart_pod_security
 from dlcharts.waiting import poll
 from tests.support import CHARTS, ROOT  # noqa: F401 (CHARTS: the cluster tests import it from here too)
 
-# The Pod Security level each chart's namespace enforces, with its reason (ci/pod-security.yaml).
-POD_SECURITY_FILE = ROOT / "ci" / "pod-security.yaml"
-POD_SECURITY = load_pod_security(POD_SECURITY_FILE)
+# The charts that need a Pod Security level below restricted, with the level and its reason (their Chart.yaml
+# annotations dl-charts/pod-security and dl-charts/pod-security-reason).
+POD_SECURITY = {
+    chart.name: level
+    for chart in sorted(CHARTS.iterdir())
+    if (chart / "Chart.yaml").is_file() and (level := chart_pod_security(chart)).level != DEFAULT_POD_SECURITY
+}
 CRD_SCHEMAS = ROOT / "src" / "dlcharts" / "crds"
 
 # ----- CRDs from the converted schemas ---------------------------------------------------------------------
@@ -261,7 +265,7 @@ def stand_in_scheduler(kubeconfig: Path, workdir: Path) -> Iterator[subprocess.P
     log = workdir / "stand-in-scheduler.log"
     exe = binaries.binary("kube-scheduler").path
     if not exe.is_file():
-        raise ClusterError(f"{exe} is missing; build it with ci/build-control-plane.sh")
+        raise ClusterError(f"{exe} is missing; build it with `dlcharts cluster build kube-scheduler`")
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [str(exe), "--config", str(conf), "--secure-port=0"],

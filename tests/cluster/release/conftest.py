@@ -49,14 +49,14 @@ def assert_install_applies_the_source_objects(
     and `helm uninstall` removes the release. The namespace is made for it and deleted afterwards."""
     from dlcharts.install.kube import Kube
     from dlcharts.install.namespaces import create_namespace, delete_namespace
-    from dlcharts.install.podsecurity import load_pod_security, pod_security_for
+    from dlcharts.install.podsecurity import chart_pod_security
 
     namespace = f"repo-{uuid.uuid4().hex[:8]}"
     env = {**env, "KUBECONFIG": str(kubeconfig)}
     release = "from-repo"
     sets = [arg for pair in set_values for arg in ("--set", pair)]
     with Kube.from_kubeconfig(kubeconfig) as kube:
-        level = pod_security_for(chart, load_pod_security(CHARTS.parent / "ci" / "pod-security.yaml")).level
+        level = chart_pod_security(CHARTS / chart).level
         create_namespace(kube, namespace, level)
         try:
             run_helm(helm, ["install", release, reference, *install_args, *sets, "--namespace", namespace], env)

@@ -13,12 +13,12 @@ import yaml
 
 from dlcharts.errors import ClusterError
 from dlcharts.helm import find_helm
-from dlcharts.install.podsecurity import load_pod_security, pod_security_for, stricter_level
+from dlcharts.install.podsecurity import chart_pod_security, pod_security_for, stricter_level
 from dlcharts.install.releases import ChartSource, previous_chart
 from dlcharts.install.state import daemonset_nodes, job_outcome, node_matches, pod_gpus
 from dlcharts.policies import is_gpu_resource
 from tests.support import cluster as cluster_env
-from tests.support.cluster import CHARTS, POD_SECURITY_FILE
+from tests.support.cluster import CHARTS, POD_SECURITY
 
 
 def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
@@ -111,23 +111,23 @@ def test_job_outcome_reads_every_condition(conditions: list[dict], outcome: str 
     assert (result[0] if result else None) == outcome
 
 
-def test_pod_security_file(tmp_path: Path) -> None:
-    table = load_pod_security(POD_SECURITY_FILE)
-    assert pod_security_for("tensorflow-dist", table).level == "restricted"
-    assert pod_security_for("gpu-device-plugin", table).level == "privileged"
-    assert all(entry.reason for entry in table.values())
+def test_chart_pod_security_reads_the_charts_annotations(tmp_path: Path) -> None:
+    assert chart_pod_security(CHARTS / "tensorflow-dist").level == "restricted"
+    assert chart_pod_security(CHARTS / "gpu-device-plugin").level == "privileged"
+    assert "hostPath" in chart_pod_security(CHARTS / "gpu-device-plugin").reason
+    assert pod_security_for("cntk-dist", POD_SECURITY).level == "baseline"
+    assert pod_security_for("pytorch-dist", POD_SECURITY).level == "restricted"
     assert stricter_level("privileged") == "baseline" and stricter_level("restricted") is None
-    bad = tmp_path / "ps.yaml"
-    bad.write_text("mychart: {level: priviledged, reason: typo}\n")
-    with pytest.raises(ClusterError, match=r"mychart.level: 'priviledged' is not one of privileged, baseline"):
-        load_pod_security(bad)
-    bad.write_text("mychart: {level: baseline}\n")
-    with pytest.raises(ClusterError, match=r"mychart.reason: a chart that needs 'baseline' must say why"):
-        load_pod_security(bad)
-    bad.write_text("mychart: {level: baseline, reason: r, levle: x}\n")
-    with pytest.raises(ClusterError, match="nothing else"):
-        load_pod_security(bad)
-    assert load_pod_security(tmp_path / "missing.yaml") == {}
+    chart = tmp_path / "mychart"
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text("name: mychart\nannotations: {dl-charts/pod-security: priviledged}\n")
+    with pytest.raises(ClusterError, match=r"pod-security: 'priviledged' is not one of privileged, baseline"):
+        chart_pod_security(chart)
+    (chart / "Chart.yaml").write_text("name: mychart\nannotations: {dl-charts/pod-security: baseline}\n")
+    with pytest.raises(ClusterError, match=r"needs Pod Security 'baseline' must say why: add annotations.dl-charts/"):
+        chart_pod_security(chart)
+    (chart / "Chart.yaml").write_text("name: mychart\n")
+    assert chart_pod_security(chart).level == "restricted"
 
 
 def test_chart_source_is_an_argv_list() -> None:
