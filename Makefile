@@ -9,11 +9,37 @@ STAMP := $(VENV)/.installed
 # Tiers without a cluster run on every core (pytest-xdist): helm processes dominate them and are independent.
 PARALLEL ?= -n auto
 
-.PHONY: help setup tools dist control-plane test test-fast test-charts test-charts-helm3 test-identity test-properties test-images test-cluster test-example \
-        lint snapshots demo docs clean repo repo-oci release-check bench bench-render
+.PHONY: help packages machine-check setup tools dist control-plane test test-fast test-charts test-charts-helm3 test-identity test-properties test-images test-cluster test-example \
+        lint snapshots demo docs clean repo repo-oci release-check bench bench-render bench-results
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+# The Debian packages: the real node's and the images' tools are listed once, in
+# src/dlcharts/cluster/host-packages.txt (what `dlcharts demo` and the cluster check before they start); the tests'
+# and lint's are here. The one install step for `make demo`, `make test` and .ci/run: apt-get only what is missing.
+HOST_PACKAGES := src/dlcharts/cluster/host-packages.txt
+DEV_PACKAGES := gpg:gnupg shellcheck:shellcheck
+packages:  ## the Debian packages the real node, the local images, the tests and lint use (apt-get, as root; only what is missing)
+	@missing=$$( { awk '!/^#/ && NF {print $$1, $$2}' $(HOST_PACKAGES); printf '%s\n' $(DEV_PACKAGES) | tr : ' '; } | \
+	  while read -r tool package; do \
+	    if [[ $$tool == /* ]]; then [[ -e $$tool ]] || echo "$$package"; \
+	    else command -v "$$tool" >/dev/null || echo "$$package"; fi; \
+	  done | sort -u | xargs); \
+	if [[ -z $$missing ]]; then echo "packages: every Debian package needed is installed"; exit 0; fi; \
+	if [[ $$(id -u) != 0 ]]; then \
+	  echo "packages: missing $$missing; install them as root: apt-get install $$missing" >&2; exit 1; fi; \
+	echo "packages: installing $$missing (apt-get; about a minute)"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
+
+# The demo needs the harness with its cluster extra only; the tests add their tools and TensorFlow (a test
+# dependency, not the demo's: its image brings its own).
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[cluster]'
+	touch $@
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -44,11 +70,9 @@ dist: $(STAMP)  ## the harness's wheels into dist/: pure Python, and this platfo
 export PATH := $(PATH):/usr/local/go/bin
 
 control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane; the oldest supported Kubernetes' API server, controller-manager, scheduler and validator; the add-ons Kueue and coscheduling
-	bash ci/build-control-plane.sh
-	bash ci/build-control-plane.sh oldest
-	bash ci/build-control-plane.sh addons
+	$(VENV)/bin/dlcharts cluster build default oldest addons
 
-demo: setup control-plane  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes
+demo: packages $(DEMO_STAMP)  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes (checks the machine, then builds only what it needs)
 	$(VENV)/bin/dlcharts demo
 
 # The test tiers are folders (tests/README.md): tests/fast/<part>/ needs no cluster and runs on every core
@@ -69,7 +93,12 @@ CLUSTER_SESSIONS = bash ci/together.sh \
   real-training '$(call session,real-training,dlcharts,$(REAL_TRAINING))' \
   other-cluster '$(call session,other-cluster,dlcharts-other,$(OTHER_CLUSTER))'
 
-test: setup control-plane  ## every tier CI runs: fast, cluster (two sessions side by side), the charts again under Helm 3
+# Everything `make test` builds is checked for first (root, packages, Go, ports, disk): a problem is found in
+# seconds, not after an hour of builds.
+machine-check: $(STAMP)
+	$(VENV)/bin/dlcharts cluster check default oldest addons tools
+
+test: packages machine-check setup control-plane  ## every tier CI runs: fast, cluster (two sessions side by side), the charts again under Helm 3
 	$(PYTEST) $(PARALLEL) $(FAST) -p no:cacheprovider --junitxml=reports/junit.xml
 	$(CLUSTER_SESSIONS)
 	$(PYTEST) $(PARALLEL) tests/fast/charts -p no:cacheprovider --dlcharts-helm $(HELM3) --junitxml=reports/junit-helm3.xml
@@ -89,17 +118,19 @@ test-identity: setup  ## the in-process renderer vs the helm binary, byte for by
 test-properties: setup  ## property tests (hypothesis over values; tests/fast/properties)
 	$(PYTEST) $(PARALLEL) tests/fast/properties
 
-test-images: setup  ## local registry and helper image (tests/cluster/images: mmdebstrap, umoci, crane; as root)
-	bash ci/build-control-plane.sh registry crane >/dev/null
+test-images: packages setup  ## local registry and helper image (tests/cluster/images: mmdebstrap, umoci, crane; as root)
+	$(VENV)/bin/dlcharts cluster build images >/dev/null
 	$(PYTEST) tests/cluster/images
 
-test-cluster: setup control-plane  ## cluster tier (tests/cluster): the two sessions of `make test`, side by side
+test-cluster: packages machine-check setup control-plane  ## cluster tier (tests/cluster): the two sessions of `make test`, side by side
 	$(CLUSTER_SESSIONS)
 
-lint: setup  ## ruff (lint + format) and mypy --strict; helm lint --strict runs in the render tier
-	$(VENV)/bin/ruff check src tests examples ci bench native
-	$(VENV)/bin/ruff format --check src tests examples ci bench native
+lint: packages setup  ## ruff (lint + format), mypy --strict, shellcheck of the chart scripts; helm lint --strict runs in the render tier
+	$(VENV)/bin/ruff check src tests examples ci bench native charts/dl-common
+	$(VENV)/bin/ruff format --check src tests examples ci bench native charts/dl-common
 	$(VENV)/bin/mypy src
+	@command -v shellcheck >/dev/null || { echo "make lint: shellcheck is missing; install the Debian package shellcheck" >&2; exit 2; }
+	shellcheck charts/dl-common/scripts/*.sh
 
 snapshots: setup  ## re-record golden snapshots after an intended chart change
 	$(VENV)/bin/dlcharts snapshot --update
@@ -153,11 +184,14 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP) tools  ## benchmarks (validation vs kubeconform, render, scale, scheduling, test tiers) -> bench/results.md + PNGs
-	$(PY) bench/run.py
+bench: $(BENCH_STAMP) tools  ## benchmarks (validation vs kubeconform, render, scale, scheduling, test tiers, images) -> bench/data, bench/results.md, bench/plots
+	$(PY) -m bench.run
 
 bench-render: $(BENCH_STAMP) tools  ## in-process renderer vs helm binary vs helm-unittest, tiers, chart to verdict -> bench/results.md section 10
-	$(PY) bench/renderers.py
+	$(PY) -m bench.renderers
+
+bench-results: $(STAMP)  ## bench/results.md again from bench/data/*.json (after editing a section's data by hand); measures nothing
+	$(PY) -m bench.results
 
 clean:  ## remove the virtualenv, tools and caches
 	rm -rf $(VENV) .tools reports .pytest_cache .hypothesis

@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dlcharts import run
+from dlcharts import run, toolchain
+from dlcharts.cluster import binaries, preflight
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
 from dlcharts.errors import DLChartsError
@@ -15,10 +16,40 @@ from dlcharts.helm import find_helm
 from dlcharts.install import ChartSource, Kube, Release, install, wait_ready
 from dlcharts.install.state import INSTANCE_LABEL
 from dlcharts.podenv import start_container
+from dlcharts.waiting import duration
 
 CHART = Path("charts/tensorflow-dist")  # the demo runs in a dl-charts checkout (`make demo`); --chart elsewhere
 RELEASE, NAMESPACE, GPU_NAMESPACE = "tf-train", "demo", "demo-gpu"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+#: what the demo builds: the control plane, the real node and the registry and crane of the images, nothing else
+#: (neither the in-process renderers, nor the oldest Kubernetes, nor the add-ons: the tests need those)
+BUILD_GROUPS = ["default"]
+STEPS = 4
+
+
+def step(number: int, text: str) -> None:
+    print(f"demo {number} of {STEPS}: {text}", flush=True)
+
+
+def prepare(chart: Path) -> None:
+    """Check the machine for everything the demo needs before anything is built, then build only what is missing:
+    the pinned helm, the cluster's binaries (gobuild prints n of m and a line a minute)."""
+    from dlcharts.cluster.node_registry import HELPER
+    from dlcharts.images.build import Builder
+    from dlcharts.images.definitions import IMAGES
+
+    step(1, "checking this machine (root, Debian packages, Go, ports, disk)")
+    _, to_build = binaries.missing_binaries(BUILD_GROUPS)
+    images = {IMAGES[HELPER], *(image for image, _ in run.local_images(chart.name))}  # the real node's, the chart's
+    images_cached = not preflight.missing_packages() and all(Builder().is_cached(image) for image in images)
+    preflight.require(toolchain.cache_root(), to_build=to_build, images_cached=images_cached)
+    print(f"    ready; {len(to_build)} binaries to build, images {'cached' if images_cached else 'to build'}")
+    started = time.monotonic()
+    step(2, f"building what is missing ({len(to_build)} binaries; once, then cached in {toolchain.cache_root()})")
+    if not toolchain.binary_path(toolchain.DEFAULT_HELM).is_file():
+        toolchain.install([toolchain.DEFAULT_HELM])
+    binaries.build_binaries(BUILD_GROUPS)
+    print(f"    done in {duration(time.monotonic() - started)}")
 
 
 def run_demo(chart: Path = CHART, cluster_name: str = ClusterConfig.name, workers: int = 4) -> int:
@@ -28,8 +59,9 @@ def run_demo(chart: Path = CHART, cluster_name: str = ClusterConfig.name, worker
             f"{chart} is not a chart folder: run the demo in a dl-charts checkout (`make demo`), or name the "
             "tensorflow-dist chart with --chart PATH"
         )
+    prepare(chart)
     helm = find_helm()
-    print(f"1/2 helm install {RELEASE} charts/tensorflow-dist --set worker={workers}, for real on CPU (dlcharts run)")
+    step(3, f"helm install {RELEASE} charts/tensorflow-dist --set worker={workers}, for real on CPU (dlcharts run)")
     result = run.run(
         chart, ["--set", f"worker={workers}"], helm=helm, release_name=RELEASE, namespace=NAMESPACE,
         cluster_name=cluster_name, write=lambda line: print(f"    {line}", flush=True),
@@ -40,7 +72,7 @@ def run_demo(chart: Path = CHART, cluster_name: str = ClusterConfig.name, worker
     if not result.ok:
         return 1
     gpu_placement(chart, cluster_name, workers)
-    print(f"\ndemo done in {time.monotonic() - started:.0f}s. The cluster keeps running:")
+    print(f"\ndemo done in {duration(time.monotonic() - started)}. The cluster keeps running:")
     kubeconfig = EmbeddedCluster(ClusterConfig(name=cluster_name)).kubeconfig
     print(
         f"  export KUBECONFIG={kubeconfig}\n  kubectl -n {NAMESPACE} logs -l job-name={RELEASE}-worker -c worker\n"
@@ -56,7 +88,8 @@ def gpu_placement(chart: Path, cluster_name: str, workers: int) -> None:
     container start). kwok marks these pods Succeeded after two seconds: no container runs there."""
     handle = EmbeddedCluster(ClusterConfig(name=cluster_name)).start()
     release = Release(find_helm(), handle.kubeconfig, RELEASE, GPU_NAMESPACE)
-    print(f"\n2/2 the same chart with its GPU defaults on the fake GPU nodes (kwok; namespace {GPU_NAMESPACE})")
+    print()
+    step(4, f"the same chart with its GPU defaults on the fake GPU nodes (kwok; namespace {GPU_NAMESPACE})")
     with Kube.from_kubeconfig(handle.kubeconfig) as kube:
         run.prepare_namespace(kube, GPU_NAMESPACE, chart, print)
         run.replace_release(kube, release)

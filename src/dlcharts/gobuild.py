@@ -37,9 +37,8 @@ from typing import TextIO
 
 from dlcharts.errors import ToolchainError
 from dlcharts.toolchain import cache_root, sha256_of, tools_dir
+from dlcharts.waiting import TICK_SECONDS, duration, wait_process
 
-#: seconds between two "still building" lines while Go runs (a silent terminal looks like a hang)
-TICK_SECONDS = 60.0
 PREFIX = "dlcharts build: "
 GO_VERSION = "1.26.0"  # the go directive of every generated module
 _GOFLAGS = "-buildvcs=false -mod=mod"
@@ -366,19 +365,14 @@ def _say(out: TextIO | None, message: str) -> None:
     print(PREFIX + message, file=stream, flush=True)
 
 
-def duration(seconds: float) -> str:
-    """``42s``, ``3m00s``, ``1h02m``."""
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-
-
 def _nice() -> None:  # in the child, before exec: 2 shared cores
     with contextlib.suppress(OSError):
         os.nice(10)
+
+
+def find_go() -> str | None:
+    """``go`` on PATH, else the project machines' /usr/local/go/bin/go; None when there is neither."""
+    return shutil.which("go") or (str(_FALLBACK_GO) if os.access(_FALLBACK_GO, os.X_OK) else None)
 
 
 class Go:
@@ -386,7 +380,7 @@ class Go:
     the work folder for generated modules, and where its output goes."""
 
     def __init__(self, platform: str, workdir: Path, out: TextIO | None = None) -> None:
-        found = shutil.which("go") or (str(_FALLBACK_GO) if os.access(_FALLBACK_GO, os.X_OK) else None)
+        found = find_go()
         if found is None:
             raise ToolchainError(
                 f"building needs Go >= {GO_VERSION.rsplit('.', 1)[0]} and there is none on PATH (or {_FALLBACK_GO}): "
@@ -419,19 +413,12 @@ class Go:
         ``still <doing>: <elapsed>`` each TICK_SECONDS; a ToolchainError when it fails."""
         env = {**self.env, "GOFLAGS": goflags}
         stream = self._stream()
-        started = time.monotonic()
         with tempfile.TemporaryFile("w+") if capture else contextlib.nullcontext() as captured:
             proc = subprocess.Popen(
                 [self.binary, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                 stdout=captured if capture else stream, stderr=stream, preexec_fn=_nice,
             )  # fmt: skip
-            while True:
-                elapsed = time.monotonic() - started
-                try:
-                    proc.wait(timeout=TICK_SECONDS - elapsed % TICK_SECONDS)
-                    break
-                except subprocess.TimeoutExpired:
-                    _say(self.out, f"still {doing}: {duration(time.monotonic() - started)}")
+            wait_process(proc, doing, lambda line: _say(self.out, line), TICK_SECONDS)
             if proc.returncode != 0:
                 raise ToolchainError(
                     f"{doing} failed: go {' '.join(args)} exited with {proc.returncode} in {cwd} (Go's output is above)"

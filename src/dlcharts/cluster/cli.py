@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from dlcharts.cluster import binaries
 from dlcharts.cluster.addons import ADDONS
@@ -56,6 +57,25 @@ def cmd_build(names: list[str], *, check: bool, platform: str | None) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """``dlcharts cluster check``: every precondition the cluster and the builds of ``names`` need, before any
+    build starts (dlcharts.cluster.preflight); exit 1 listing what is missing, with the fixes."""
+    from dlcharts.cluster import preflight
+    from dlcharts.toolchain import cache_root
+
+    _, to_build = binaries.missing_binaries(args.names or None)
+    images = cache_root() / "images" / "oci"
+    found = preflight.problems(
+        cache_root(), to_build=to_build, images_cached=images.is_dir() and any(images.iterdir()),
+        real_node=not args.no_real_node,
+    )  # fmt: skip
+    for problem in found:
+        print(f"dlcharts: {problem}", file=sys.stderr)
+    if not found:
+        print(f"ready: {len(to_build)} binaries to build ({' '.join(to_build) or 'none'})")
+    return 1 if found else 0
+
+
 def cmd_registry(args: argparse.Namespace) -> int:
     from dlcharts.cluster import registry
 
@@ -87,7 +107,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from dlcharts.demo import run_demo
 
-    return run_demo(cluster_name=args.name, workers=args.workers)
+    return run_demo(Path(args.chart), cluster_name=args.name, workers=args.workers)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -118,7 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "scheduler-plugins-scheduler (gang.scheduler=scheduler-plugins in the charts)",
     )
     cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
-    actions = cluster.add_subparsers(dest="action", metavar="{build,up,down,status}", required=True)
+    actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status}", required=True)
     groups = "; ".join(f"{group}: {' '.join(names)}" for group, names in binaries.GROUPS.items())
     build = actions.add_parser(
         "build", parents=[common], help="build the cluster's binaries (once; cached by version)",
@@ -132,6 +152,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--platform", metavar="GOOS/GOARCH", help="the harness's helpers (tools) for another platform's wheel"
     )
     build.set_defaults(func=cmd_cluster)
+    check = actions.add_parser(
+        "check", parents=[common], help="what this machine lacks for the cluster and the builds named (builds nothing)",
+        description="Check every precondition before anything is built: root (for the real node), the Debian "
+        "packages (`make packages` installs them), Go when a binary named (or of a group named) is still to be "
+        "built, a fixed registry port, free disk. Exit 1 listing each problem with its fix.",
+    )  # fmt: skip
+    check.add_argument("names", nargs="*", metavar="GROUP|NAME", help="what will be built (default: the default group)")
+    check.set_defaults(func=cmd_check)
     for action, text in (("up", "start the cluster (or reuse the running one)"), ("down", "stop it"),
                          ("status", "say whether it runs")):  # fmt: skip
         actions.add_parser(action, parents=[common], help=text).set_defaults(
@@ -151,7 +179,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     reg.set_defaults(func=cmd_registry)
 
-    demo = sub.add_parser("demo", help="embedded cluster + tensorflow-dist --set worker=N; where each worker landed")
+    demo = sub.add_parser(
+        "demo", help="embedded cluster + tensorflow-dist --set worker=N; where each worker landed",
+        description="Checks this machine first (root, Debian packages, Go, ports, disk), builds only what the demo "
+        "needs (the cluster's binaries, the images), trains tensorflow-dist for real on the real node, then places "
+        "it with its GPU defaults on the fake GPU nodes.",
+    )  # fmt: skip
+    demo.add_argument(
+        "--chart", default="charts/tensorflow-dist", help="the tensorflow-dist chart folder (default: %(default)s)"
+    )
     demo.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
     demo.add_argument("--workers", type=int, default=4)
     demo.set_defaults(func=cmd_demo)

@@ -47,6 +47,7 @@ from dlcharts.cluster.registry_access import Access
 from dlcharts.errors import ImageError
 from dlcharts.images.definitions import IMAGES, VENV, ImageDef
 from dlcharts.images.mirror import debian_mirror
+from dlcharts.waiting import wait_process
 
 #: every timestamp inside the images (2026-01-01T00:00:00Z)
 SOURCE_DATE_EPOCH = 1767225600
@@ -332,6 +333,11 @@ class Builder:
         built.append("layer")
         return out
 
+    def is_cached(self, image: ImageDef) -> bool:
+        """Whether a finished layout of ``image`` is in the cache (its blobs are checked when it is used)."""
+        layout = self._layout_path(image)
+        return layout.is_dir() and layout.with_suffix(".json").is_file()
+
     def _layout_path(self, image: ImageDef) -> Path:
         return self.root / "oci" / self.image_key(image)
 
@@ -469,7 +475,8 @@ class Builder:
         with log.open("a") as fh:
             fh.write(f"\n$ {shlex.join(cmd)}\n")
             fh.flush()
-            proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=full_env, check=False)
+            proc = subprocess.Popen(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=full_env)
+            wait_process(proc, f"building image {image.name}, step {step}", self.say)
         if proc.returncode != 0:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
             raise ImageError(
