@@ -32,11 +32,6 @@ CNI_PLUGINS = ("bridge", "host-local", "loopback")
 CNI_RESULTS = Path("/var/lib/cni/results")
 
 
-def missing_plugins() -> list[str]:
-    """The CNI plugins this machine lacks."""
-    return [p for p in CNI_PLUGINS if not (CNI_BIN_DIR / p).is_file()]
-
-
 def check_free(network: Network) -> None:
     """Refuse a subnet that overlaps an address on another interface."""
     subnet = ipaddress.ip_network(network.subnet)

@@ -32,14 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import cgroups, containerd, dns, host, kubelet, netpol, network, node_registry
-from dlcharts.cluster.host import mount_points  # noqa: F401  (tests/cluster/embedded/test_real_node.py, until it imports host)
+from dlcharts.cluster import cgroups, containerd, dns, host, kubelet, netpol, network, node_registry, preflight
 from dlcharts.cluster.kubelet import LABEL_KEY, LABEL_VALUE, NODE_NAME, NODE_SELECTOR, TOLERATION
 from dlcharts.cluster.node_layout import Network, NodeLayout
 from dlcharts.errors import ClusterError
 
 __all__ = [
-    "HOST_TOOLS",
     "LABEL_KEY",
     "LABEL_VALUE",
     "NODE_NAME",
@@ -49,25 +47,6 @@ __all__ = [
     "RealNode",
     "Step",
 ]
-
-#: the commands the node runs, and the Debian package of each (besides containernetworking-plugins' CNI plugins)
-HOST_TOOLS = {
-    "containerd": "containerd",
-    "containerd-shim-runc-v2": "containerd",
-    "ctr": "containerd",
-    "runc": "runc",
-    "ip": "iproute2",
-    "nsenter": "util-linux",
-    "unshare": "util-linux",
-    # kube-router's firewall (dlcharts.cluster.netpol)
-    "iptables": "iptables",
-    "ipset": "ipset",
-    "openssl": "openssl",
-    "mount": "mount",
-    # the helper image is built on the host (dlcharts.images): even a cached build checks their versions
-    "mmdebstrap": "mmdebstrap",
-    "umoci": "umoci",
-}
 
 
 def _nothing() -> None:
@@ -166,8 +145,7 @@ class RealNode:
                 "the real node (containerd + kubelet) needs root; run as root or start the cluster without it "
                 "(`dlcharts cluster up --no-real-node`, or ClusterConfig(real_node=False))"
             )
-        missing = sorted({pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None})
-        missing += ["containernetworking-plugins"] if network.missing_plugins() else []
+        missing = preflight.missing_packages()  # the tools in host-packages.txt, the CNI plugins among them
         if missing:
             raise ClusterError(
                 f"the real node needs the Debian packages {', '.join(missing)}; install them with "

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from dlcharts.cluster import ClusterHandle, cache_dir, netpol, node, node_registry, poll, procs
+from dlcharts.cluster import ClusterHandle, cache_dir, host, netpol, node, node_registry, poll, procs
 from tests.support import cluster as cluster_env
 from tests.support.real_node import RESTRICTED, listening_addresses, real_pod_spec
 
@@ -222,7 +222,7 @@ def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict
     ]
     return {
         "processes": procs_left,
-        "mounts": [m for m in node.mount_points() if m.startswith(prefix)],
+        "mounts": [m for m in host.mount_points() if m.startswith(prefix)],
         "links": [ln for ln in links.splitlines() if bridge in ln],
         "iptables": [r for r in rules.splitlines() if bridge in r or network in r],
         # kube-router's chains and sets live in the node's network namespace, never in the host's

@@ -142,7 +142,7 @@ def test_stages_cover_nodes_and_pods_and_take_the_run_time() -> None:
 
 
 def test_real_node_network_is_per_cluster_and_its_bridge_name_fits_linux() -> None:
-    from dlcharts.cluster.node import Network
+    from dlcharts.cluster.node_layout import Network
 
     one, other = Network.for_cluster("dlcharts", ""), Network.for_cluster("other", "")
     assert one.bridge != other.bridge and max(len(one.bridge), len(other.bridge)) <= 15  # IFNAMSIZ - 1
