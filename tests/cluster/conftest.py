@@ -23,7 +23,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.install.podsecurity import chart_pod_security
-from tests.support.cluster import CHARTS
+from tests.support import CHARTS
 
 
 @pytest.fixture(scope="session")
@@ -141,7 +141,7 @@ def kube(cluster: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def chart_cluster(cluster: Any, kube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The session's cluster with what the chart scenarios need beyond its defaults (see cluster_env.py):
+    """The session's cluster with what the chart scenarios need beyond its defaults (see tests/support/cluster.py):
     CRDs built from src/dlcharts/crds/ (left installed, see cluster_env.ensure_crds), the stand-in gang
     scheduler, and the PriorityClass and RuntimeClass the scenarios name (cluster_env.SCENARIO_CLASSES; both
     removed at the end of the session).

@@ -44,7 +44,7 @@ from dlcharts.errors import ClusterError
 from dlcharts.install.kube import Kube
 from dlcharts.install.podsecurity import DEFAULT_POD_SECURITY, chart_pod_security
 from dlcharts.waiting import poll
-from tests.support import CHARTS, ROOT  # noqa: F401 (CHARTS: the cluster tests import it from here too)
+from tests.support import CHARTS, ROOT
 
 # The charts that need a Pod Security level below restricted, with the level and its reason (their Chart.yaml
 # annotations dl-charts/pod-security and dl-charts/pod-security-reason).

@@ -43,7 +43,8 @@ from dlcharts.policies import run_policies
 from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import schema_findings, use_crd_schemas, validate_object
 from dlcharts.suite import all_scenarios, discover_charts
-from tests.support.cluster import CHARTS, ensure_crds
+from tests.support import CHARTS
+from tests.support.cluster import ensure_crds
 from tests.support.values import mutated_values
 
 pytestmark = pytest.mark.cluster

@@ -34,7 +34,8 @@ from dlcharts.install.releases import ChartSource, Release, dry_run_server, inst
 from dlcharts.install.state import job_outcome, pod_gpus
 from dlcharts.install.waits import wait_ready
 from dlcharts.waiting import poll
-from tests.support.cluster import CHARTS, POD_SECURITY, ROOT
+from tests.support import CHARTS, ROOT
+from tests.support.cluster import POD_SECURITY
 
 pytestmark = pytest.mark.cluster
 

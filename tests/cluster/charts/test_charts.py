@@ -8,7 +8,7 @@ Real: the API server (admission, Pod Security, strict field validation of CRDs, 
 EndpointSlices, garbage collection), Helm itself. Simulated by kwok: the containers (a Job's pod succeeds
 2 s after it starts; DaemonSet pods keep running), and so whatever the programs and the helm test pods would
 check inside (DNS, NCCL, ...). What the cluster gets beyond its defaults for these scenarios (CRDs, a
-stand-in scheduler for the gang schedulers' names, extra GPU node models, a PVC) is listed in cluster_env.py.
+stand-in scheduler for the gang schedulers' names, extra GPU node models, a PVC) is listed in tests/support/cluster.py.
 
 For each case, in a fresh namespace that enforces the chart's Pod Security level (its Chart.yaml annotations;
 restricted unless a chart says why not):
@@ -61,9 +61,9 @@ from dlcharts.install.releases import (
 from dlcharts.install.waits import namespace_inventory, wait_ready, wait_uninstalled
 from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX, TOOLS
-from tests.support import ROOT
+from tests.support import CHARTS, ROOT
 from tests.support import cluster as cluster_env
-from tests.support.cluster import CHARTS, POD_SECURITY
+from tests.support.cluster import POD_SECURITY
 
 pytestmark = pytest.mark.cluster
 

@@ -30,8 +30,9 @@ from dlcharts.install.releases import ChartSource, Release, dry_run_server, inst
 from dlcharts.install.waits import namespace_inventory, wait_ready, wait_uninstalled
 from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX
+from tests.support import CHARTS
 from tests.support import cluster as cluster_env
-from tests.support.cluster import CHARTS, POD_SECURITY
+from tests.support.cluster import POD_SECURITY
 
 pytestmark = pytest.mark.cluster
 

@@ -32,7 +32,7 @@ from dlcharts.install.kube import Kube
 from dlcharts.install.releases import ChartSource, Release, install
 from dlcharts.install.state import conditions_by_type
 from dlcharts.waiting import poll
-from tests.support.cluster import CHARTS
+from tests.support import CHARTS
 
 pytestmark = pytest.mark.cluster
 

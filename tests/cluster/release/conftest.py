@@ -1,28 +1,15 @@
-"""What the repository tests share: the pinned helm, a throwaway signing key, the charts' metadata, and the check
-that a release installed from a published package holds the objects the source tree renders."""
+"""Fixtures of the repository tests: the pinned helm and a throwaway signing key (their helpers are in
+tests/support/release.py)."""
 
 from __future__ import annotations
 
 import shutil
-import uuid
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from dlcharts.errors import DLChartsError
 from dlcharts.helm import Helm, find_helm
-from dlcharts.release.repository import ThrowawayKey, run_helm, throwaway_key
-from dlcharts.render import Renderer, RenderRequest, parse_manifest
-from dlcharts.snapshots import normalize
-from tests.support import CHARTS
-
-#: every chart's Chart.yaml (library included), by folder name: versions are read here, never written in a test
-ALL: dict[str, dict[str, Any]] = {
-    p.parent.name: yaml.safe_load(p.read_text()) for p in sorted(CHARTS.glob("*/Chart.yaml"))
-}
+from dlcharts.release.repository import ThrowawayKey, throwaway_key
 
 
 @pytest.fixture(scope="session")
@@ -38,36 +25,3 @@ def key(tmp_path_factory: pytest.TempPathFactory) -> ThrowawayKey:
     if shutil.which("gpg") is None:
         pytest.fail("gpg is missing: install GnuPG (apt-get update && apt-get install -y gnupg)", pytrace=False)
     return throwaway_key(tmp_path_factory.mktemp("signing-key"))
-
-
-def assert_install_applies_the_source_objects(
-    helm: Helm, env: dict[str, str], kubeconfig: Path, chart: str, reference: str, install_args: Sequence[str] = (),
-    set_values: Sequence[str] = (),
-) -> None:  # fmt: skip
-    """`helm install <release> <reference>` on the cluster applies the objects the source tree's chart renders with
-    the same ``--set`` values (Secret data and checksums masked: the MPI charts make a fresh ssh key per render),
-    and `helm uninstall` removes the release. The namespace is made for it and deleted afterwards."""
-    from dlcharts.install.kube import Kube
-    from dlcharts.install.namespaces import create_namespace, delete_namespace
-    from dlcharts.install.podsecurity import chart_pod_security
-
-    namespace = f"repo-{uuid.uuid4().hex[:8]}"
-    env = {**env, "KUBECONFIG": str(kubeconfig)}
-    release = "from-repo"
-    sets = [arg for pair in set_values for arg in ("--set", pair)]
-    with Kube.from_kubeconfig(kubeconfig) as kube:
-        level = chart_pod_security(CHARTS / chart).level
-        create_namespace(kube, namespace, level)
-        try:
-            run_helm(helm, ["install", release, reference, *install_args, *sets, "--namespace", namespace], env)
-            applied = parse_manifest(run_helm(helm, ["get", "manifest", release, "-n", namespace], env).stdout,
-                                     namespace)  # fmt: skip
-            request = RenderRequest(CHARTS / chart, set_values=tuple(set_values), release=release, namespace=namespace)
-            source = Renderer(helm).render(request)
-            expected = {k: o for k, o in source.objects.items() if not o.is_hook}
-            assert set(applied) == set(expected)
-            for object_key, obj in expected.items():
-                assert normalize(applied[object_key].body) == normalize(obj.body), f"{object_key} differs"
-            run_helm(helm, ["uninstall", release, "-n", namespace, "--wait"], env)
-        finally:
-            delete_namespace(kube, namespace)

@@ -33,8 +33,7 @@ from dlcharts.render import Renderer, parse_manifest
 from dlcharts.snapshots import normalize
 from dlcharts.suite import discover_charts, scenarios
 from tests.support import CHARTS
-
-from .conftest import ALL, assert_install_applies_the_source_objects
+from tests.support.release import ALL, assert_install_applies_the_source_objects
 
 APPLICATIONS = discover_charts(CHARTS)
 HELM4, HELM3 = "helm-v4.3.1", "helm-v3.18.0"

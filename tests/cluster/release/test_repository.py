@@ -36,8 +36,7 @@ from dlcharts.render import Renderer, parse_manifest
 from dlcharts.snapshots import normalize
 from dlcharts.suite import discover_charts, scenarios
 from tests.support import CHARTS
-
-from .conftest import ALL, assert_install_applies_the_source_objects
+from tests.support.release import ALL, assert_install_applies_the_source_objects
 
 APPLICATIONS = discover_charts(CHARTS)
 REPO_NAME = "dlc"

@@ -39,6 +39,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.install.releases import run_helm
+from tests.support import CHARTS
 from tests.support import cluster as cluster_env
 from tests.support.real_node import real_pod_spec
 
@@ -280,7 +281,7 @@ def test_training_ports_admit_only_the_release(
                 probe_round("on", namespace, kube)
                 off = run_helm(
                     Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
-                    ["upgrade", release, str(cluster_env.CHARTS / chart), "--reuse-values",
+                    ["upgrade", release, str(CHARTS / chart), "--reuse-values",
                      "--set", "networkPolicy.enabled=false"],
                     120,
                 )  # fmt: skip

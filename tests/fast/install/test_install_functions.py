@@ -17,8 +17,9 @@ from dlcharts.install.podsecurity import chart_pod_security, pod_security_for, s
 from dlcharts.install.releases import ChartSource, previous_chart
 from dlcharts.install.state import daemonset_nodes, job_outcome, node_matches, pod_gpus
 from dlcharts.policies import is_gpu_resource
+from tests.support import CHARTS
 from tests.support import cluster as cluster_env
-from tests.support.cluster import CHARTS, POD_SECURITY
+from tests.support.cluster import POD_SECURITY
 
 
 def node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None) -> dict:
