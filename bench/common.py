@@ -118,17 +118,14 @@ def machine() -> dict[str, Any]:
 
 
 def build_command() -> list[str]:
-    """How bench builds binaries: ci/build-control-plane.sh while the checkout has it, else `dlcharts cluster
-    build` (the package's build, which replaces the script). Both print one ``<name> <path>`` line per binary
-    (the script: the path last) and take ``--check``. The one place bench names either."""
-    script = ROOT / "ci" / "build-control-plane.sh"
-    if script.is_file():
-        return ["bash", str(script)]
+    """How bench builds binaries: `dlcharts cluster build` (one ``<name> <path>`` line per binary; ``--check``
+    builds nothing and fails naming what is missing). The one place bench names it."""
     return [str(Path(sys.executable).with_name("dlcharts")), "cluster", "build"]
 
 
 def build(*names: str) -> subprocess.CompletedProcess[str]:
-    """Build (once, cached) the named binaries: the cluster's when no name is given, or e.g. ``helm-unittest``."""
+    """Build (once, cached) the named binaries: the cluster's (the default group) when no name is given, or e.g.
+    ``helm-unittest``."""
     return subprocess.run([*build_command(), *names], cwd=ROOT, capture_output=True, text=True, check=False)
 
 

@@ -6,9 +6,9 @@ in one run on this machine (issue 14). Parts, each can run alone (--parts):
            through the helm binary, alternately, each as the Renderer does it (helm template, then the objects:
            JSON from the server, PyYAML for the binary's text); the two compared with dlcharts.render.difference
            (the identity count); the server's start-up timed apart.
-  unittest helm-unittest (built from its Go module by the checkout's build script) rendering the same cases: a copy
-           of each chart with one suite per scenario x Kubernetes version (its values file, release, namespace,
-           API versions; one `notFailedTemplate` assert), one helm-unittest process per chart.
+  unittest helm-unittest (built from its Go module by `dlcharts cluster build helm-unittest`) rendering the same
+           cases: a copy of each chart with one suite per scenario x Kubernetes version (its values file, release,
+           namespace, API versions; one `notFailedTemplate` assert), one helm-unittest process per chart.
   tiers    wall time of the fast tier as the issue-7 target counts it (bench.suite_times.FAST; -n 2,
            --dlcharts-no-cache: a fresh render cache) with DLCHARTS_RENDERER=binary (before) and with the server
            (after); the charts' tests under Helm 3 the same two ways; the identity tests (tests/fast/identity).
