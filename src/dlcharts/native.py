@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from dlcharts import gobuild
+from dlcharts import gobuild, toolchain
 from dlcharts.errors import ToolchainError
 from dlcharts.gobuild import platform_tag as platform_tag
 from dlcharts.pins import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
@@ -45,7 +45,7 @@ KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-schedu
 def sources() -> Path | None:
     """native/ of the checkout this package runs from (``$DLCHARTS_REPO`` overrides); None outside a checkout."""
     roots = [Path(os.environ[_REPO_ENV])] if os.environ.get(_REPO_ENV) else []
-    roots.append(Path(__file__).resolve().parents[2])  # src/dlcharts/native.py -> the checkout
+    roots += [root] if (root := toolchain.checkout()) is not None else []
     for root in roots:
         if (root / "native" / "helm-render").is_dir() and (root / "native" / VALIDATOR).is_dir():
             return root / "native"

@@ -55,6 +55,13 @@ HELM_MATRIX = ("helm-v4.3.1", "helm-v3.18.0")
 DEFAULT_KUBECTL = "kubectl-v1.37.1"
 
 
+def checkout() -> Path | None:
+    """The dl-charts checkout this package runs from (an editable install: <checkout>/src/dlcharts); None when it
+    is installed from a wheel."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "dlcharts").is_dir() else None
+
+
 def tools_dir() -> Path:
     """Where pinned binaries live, whatever the working directory: ``$DLCHARTS_TOOLS_DIR``; else ``.tools/`` of
     the dl-charts checkout this package runs from (an editable install); else ``$DLCHARTS_CACHE/tools``
@@ -62,10 +69,8 @@ def tools_dir() -> Path:
     env = os.environ.get("DLCHARTS_TOOLS_DIR")
     if env:
         return Path(env)
-    checkout = Path(__file__).resolve().parents[2]  # <checkout>/src/dlcharts/toolchain.py
-    if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "dlcharts").is_dir():
-        return checkout / ".tools"
-    return cache_root() / "tools"
+    root = checkout()
+    return root / ".tools" if root is not None else cache_root() / "tools"
 
 
 def cache_root() -> Path:
