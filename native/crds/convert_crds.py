@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Convert published CustomResourceDefinitions into strict JSON Schemas for the harness.
 
-Usage: python ci/crds/convert_crds.py [--local-dir DIR]
+Usage: python native/crds/convert_crds.py [--local-dir DIR]
 
-For every file listed in ci/crds/sources.yaml and every served version of the CRD in it, writes
+For every file listed in native/crds/sources.yaml and every served version of the CRD in it, writes
 src/dlcharts/crds/<group>_<kind>_<version>.json. "Strict" means what kubeconform's and kubernetes-validate's
 strict modes mean: an object schema that lists properties and neither declares additionalProperties nor
 x-kubernetes-preserve-unknown-fields rejects unknown fields. Descriptions are dropped to keep the files small.

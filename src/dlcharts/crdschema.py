@@ -1,4 +1,4 @@
-"""CustomResourceDefinition -> strict JSON Schema, for the bundled CRDs (ci/crds/convert_crds.py) and for the
+"""CustomResourceDefinition -> strict JSON Schema, for the bundled CRDs (native/crds/convert_crds.py) and for the
 CRDs a chart author hands the harness (``dlcharts validate --crd``, pytest ``--dlcharts-crd``).
 
 "Strict" means what kubeconform's and kubernetes-validate's strict modes mean: an object schema that lists

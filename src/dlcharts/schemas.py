@@ -2,7 +2,7 @@
 
 Kubernetes schemas come from the strict schema sets that the `kubernetes-validate` package ships for each
 minor version (nothing is fetched at run time). CRD schemas are converted from the projects' published
-CRDs by ci/crds/convert_crds.py and ship inside this package; a user's own CRDs (``--crd``) are converted
+CRDs by native/crds/convert_crds.py and ship inside this package; a user's own CRDs (``--crd``) are converted
 the same way (dlcharts.crdschema) when they are handed over, and beat the bundled ones. A validator is compiled once per
 (schema set, apiVersion, kind) and reused; every error of an object is reported, not only the first.
 
@@ -167,7 +167,7 @@ class _CrdInForce:
 
 @functools.cache
 def _bundled_crds() -> tuple[tuple[dict[str, Any], str], ...]:
-    """The bundled CRDs themselves (src/dlcharts/crds/originals, written by ci/crds/convert_crds.py), with their
+    """The bundled CRDs themselves (src/dlcharts/crds/originals, written by native/crds/convert_crds.py), with their
     published sources."""
     folder = resources.files("dlcharts.crds").joinpath("originals")
     out = []

@@ -59,7 +59,7 @@ CRD_SCHEMAS = ROOT / "src" / "dlcharts" / "crds"
 
 
 def _openapi(node: Any) -> Any:
-    """Undo ci/crds/convert_crds.py for one schema node: JSON Schema back to a structural OpenAPI v3 schema.
+    """Undo native/crds/convert_crds.py for one schema node: JSON Schema back to a structural OpenAPI v3 schema.
 
     - ``additionalProperties: false`` (added to close objects) is dropped: structural schemas reject it next
       to ``properties``, and unknown fields are pruned by the API server anyway;

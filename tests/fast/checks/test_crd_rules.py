@@ -214,7 +214,7 @@ def test_the_root_admits_metadata_apiversion_and_kind_and_never_closes_metadata(
 
 def test_the_bundled_originals_convert_to_the_bundled_schemas():
     """src/dlcharts/crds/originals (the CRDs, for the validator) and the converted schemas beside them are one
-    regeneration of ci/crds/convert_crds.py."""
+    regeneration of native/crds/convert_crds.py."""
     folder = resources.files("dlcharts.crds")
     originals = [json.loads(e.read_text()) for e in folder.joinpath("originals").iterdir() if e.name.endswith(".json")]
     assert len(originals) >= 8
