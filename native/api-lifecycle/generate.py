@@ -19,8 +19,8 @@ the file its facts came from. The modules come from the Go module proxy through 
 removed release (the GA APIs) are left out.
 
 Run it with the repository's virtualenv (``.venv/bin/python native/api-lifecycle/generate.py``) after changing
-MODULES; ``--check`` regenerates into memory and exits 1 when the committed JSON differs (tests/unit/
-test_api_lifecycle.py runs it). Go is found on PATH, else at /usr/local/go/bin/go.
+MODULES; ``--check`` regenerates into memory and exits 1 when the committed JSON differs
+(tests/fast/checks/test_api_lifecycle.py runs it). Go is found on PATH, else at /usr/local/go/bin/go.
 """
 
 from __future__ import annotations

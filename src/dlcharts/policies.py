@@ -282,7 +282,7 @@ def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
                 if len(hostname) > 63:
                     msg = f"pod hostname {hostname!r} of the last index is {len(hostname)} characters; at most 63"
                     yield _finding(obj, ["metadata", "name"], msg, "dns-names")
-                elif not _DNS_LABEL.match(hostname):  # a '.' in the name: found by tests/cluster/test_api_parity.py
+                elif not _DNS_LABEL.match(hostname):  # a '.' in the name: found by tests/cluster/api_parity/
                     msg = f"pod hostname {hostname!r} must be a DNS-1123 label (a-z, 0-9, '-'): no '.' in the Job name"
                     yield _finding(obj, ["metadata", "name"], msg, "dns-names")
 

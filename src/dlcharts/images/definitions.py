@@ -108,7 +108,7 @@ class ImageDef:
     env: tuple[str, ...] = ()
     differs: str = ""
     check: str = ""
-    #: "<chart>:<values path>" of every image value this image stands for (tests/images checks the names)
+    #: "<chart>:<values path>" of every image value this image stands for (tests/cluster/images checks the names)
     values: tuple[str, ...] = ()  # a command run in the finished root file system to prove it works
 
     @property

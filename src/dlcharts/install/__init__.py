@@ -1,6 +1,6 @@
 """Install a chart on a real cluster with a given Helm, wait for what it promises, and say why when it fails.
 
-Plain functions behind the cluster tier (``tests/cluster/test_charts.py``); every helm call is an argv list::
+Plain functions behind the cluster tier (``tests/cluster/charts/test_charts.py``); every helm call is an argv list::
 
     from dlcharts.helm import find_helm
     from dlcharts.install import ChartSource, Kube, Release, create_namespace, dry_run_server, install, \

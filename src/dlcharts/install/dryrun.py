@@ -4,7 +4,7 @@
 mode of ``dlcharts validate --server``: every object of a render goes to a throwaway embedded API server of the
 render's Kubernetes minor (the pinned one, or the oldest the charts support), in a namespace of its own, with
 strict field validation as ``kubectl apply`` and Helm 4 send it; each refusal becomes an ``api-server`` finding.
-tests/cluster/test_api_parity.py uses the same call for the verdicts it compares the offline validator with.
+tests/cluster/api_parity/test_api_parity.py uses the same call for the verdicts it compares the offline validator with.
 """
 
 from __future__ import annotations
