@@ -6,7 +6,10 @@
 3. ``helm install`` with :func:`cpu_values` first and the user's helm arguments after them (so they win):
    no GPUs, small requests, the local registry through ``global.imageRegistry``, the real node's selector;
 4. every container's log, streamed as it is written, each line prefixed ``[pod/container]``;
-5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing;
+5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing (at once: e.g.
+   an image that cannot be pulled); after a failure, while the chart's start watch may still act, until every pod
+   of the release has ended (at most peerWait.timeoutSeconds after the Jobs started, plus a margin), then the
+   watch's verdict: a failed run shows that the release freed what it held, or says what is still there;
 6. a line per pod (node, exit code, duration) and the wall time. Exit 0 only if the job succeeded.
 
 A release of the same name in the namespace is uninstalled first (a finished Job cannot run again); the new
@@ -40,6 +43,8 @@ from dlcharts.install.podsecurity import POD_SECURITY_LEVELS, chart_pod_security
 from dlcharts.install.releases import run_helm
 from dlcharts.install.state import INSTANCE_LABEL, is_hook, job_outcome, owner_of
 from dlcharts.install.waits import Readiness, wait_ready
+
+COMPONENT_LABEL = "app.kubernetes.io/component"
 
 #: pod settings of every role on a CPU-only machine (the dl-common values layout every training chart shares)
 CPU_DEFAULTS: dict[str, Any] = {
@@ -164,6 +169,8 @@ class RunResult:
     #: seconds from the Jobs' end until no pod of the release was Pending or Running (None: some still were
     #: after :data:`SETTLE_SECONDS`, or the job failed)
     settled_seconds: float | None = None
+    #: after a failure: the start watch's verdict and how the release's pods ended (lines of the summary)
+    aftermath: list[str] = dataclasses.field(default_factory=list)
 
 
 def _time(text: str) -> datetime.datetime:
@@ -261,18 +268,27 @@ def _pods(
 ) -> list[PodOutcome]:
     """The release's pods, and those of ``seen`` (name -> last state) that are gone, in phase Deleted."""
     pods = kube.items(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE_LABEL}={release}")
-    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p)]
+    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p) and not is_start_watch(p)]
     present = {pod.name for pod in outcomes}
     for name, pod in (seen or {}).items():
-        if name not in present and not is_hook(pod):
+        if name not in present and not is_hook(pod) and not is_start_watch(pod):
             outcomes.append(dataclasses.replace(PodOutcome.of(pod), phase=DELETED))
     return sorted(outcomes, key=lambda p: (p.owner, p.name))
 
 
+def is_start_watch(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` (a Job or pod) is the release's start watch (dl-common's ``startWatch``), which watches the
+    training pods and is no part of the training: the summary's pods and Jobs leave it out."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL) == "start-watch"
+
+
 def _jobs(kube: Kube, namespace: str, release: str) -> dict[str, str]:
-    """Each Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"."""
+    """Each training Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"
+    (the start watch's Job left out)."""
     out = {}
     for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs", label_selector=f"{INSTANCE_LABEL}={release}"):
+        if is_start_watch(job):
+            continue
         outcome = job_outcome(job)
         out[job["metadata"]["name"]] = outcome[1].split(":")[0] if outcome else "running"
     return out
@@ -298,6 +314,7 @@ def summary(result: RunResult) -> str:
             if result.settled_seconds is not None
             else f"{running} pod(s) still Pending or Running {SETTLE_SECONDS:.0f}s after the job completed"
         )
+    lines.extend(result.aftermath)
     verdict = "succeeded" if result.ok else "FAILED"
     lines.append(f"job {verdict} in {result.seconds:.0f}s")
     return "\n".join(lines)
@@ -369,12 +386,13 @@ def run_job(
         except ClusterError as exc:
             problem = str(exc)
         settled = _settle(kube, release) if readiness is not None else None
+        aftermath = [] if readiness is not None else _aftermath(kube, release, started, write)
     jobs = _jobs(kube, release.namespace, release.name)
     ok = readiness is not None and bool(jobs) and all(s in ("Complete", "SuccessCriteriaMet") for s in jobs.values())
     if readiness is not None and not jobs:
         problem = f"release {release.name} has no Job: nothing ran to completion (is {chart} a training chart?)"
     pods = _pods(kube, release.namespace, release.name, logs.seen)
-    return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled)
+    return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled, aftermath)
 
 
 #: how long after the Jobs' end :func:`run_job` waits for the release's other pods (watched roles, workers a
@@ -389,6 +407,50 @@ def _settle(kube: Kube, release: Release) -> float | None:
             return time.monotonic() - started
         time.sleep(1.0)
     return None
+
+
+#: what the start watch may take beyond peerWait.timeoutSeconds + intervalSeconds to end every pod: its own
+#: round trip, the Job controller's deletions, and the pods' termination grace (30 s by default)
+START_WATCH_MARGIN = 60.0
+#: the Job annotation in which the start watch says why it failed the release (dl-common.startWatch.annotation)
+START_FAILURE = "dl-charts.io/start-failure"
+
+
+def _aftermath(kube: Kube, release: Release, started: float, write: Write) -> list[str]:
+    """After a failure: when the release has a start watch (dl-common's ``startWatch``), wait until every pod of
+    the release has ended, up to the watch's bound (peerWait.timeoutSeconds after the Jobs started, plus
+    intervalSeconds and :data:`START_WATCH_MARGIN`), so that the run shows the chart freeing what it held; then
+    the watch's verdict and how long the pods took to end (from the install)."""
+    ns, name = release.namespace, release.name
+    jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
+    watch = [j for j in jobs if is_start_watch(j)]
+    if not watch:
+        return []
+    spec = watch[0]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in spec.get("env") or []}
+    bound = int(env.get("DL_START_TIMEOUT") or 0) + int(env.get("DL_START_INTERVAL") or 0) + START_WATCH_MARGIN
+    begun = [_time(j["status"]["startTime"]).timestamp() for j in jobs if (j.get("status") or {}).get("startTime")]
+    deadline = time.monotonic() + max(0.0, (max(begun) if begun else time.time()) + bound - time.time())
+    write(f"waiting up to {deadline - time.monotonic():.0f}s for the release's start watch to end every pod")
+    live: list[dict[str, Any]] = []
+    while True:
+        pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{INSTANCE_LABEL}={name}")
+        live = [p for p in pods if not is_hook(p) and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+        if not live or time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    lines = []
+    for job in kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}"):
+        said = (job["metadata"].get("annotations") or {}).get(START_FAILURE)
+        if said:
+            lines.append(f"start watch: {said}")
+            break
+    lines.append(
+        f"{len(live)} pod(s) still Pending or Running; `helm uninstall {name} -n {ns}` frees them"
+        if live
+        else f"every pod of the release ended {time.monotonic() - started:.0f}s after the install began"
+    )
+    return lines
 
 
 def chart_name(chart: Path) -> str:
