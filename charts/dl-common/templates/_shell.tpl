@@ -214,7 +214,8 @@ DL_START_ANNOTATION of every unfinished Job of the release and sets their active
 controller then fails them all (DeadlineExceeded) and deletes every pod, the stuck ones too. Pods without a
 node count only when DL_START_UNBOUND is 1 (no gang scheduler, no elastic minimum: a pod that waits for
 its gang holds nothing). It exits 0 once every index has started, or every Job has finished, or after it
-failed the release; 1 when the API server keeps refusing it. Suspended Jobs (a queue) are not timed.
+failed the release; 1 when the API server keeps refusing it. Suspended Jobs (a queue) are not timed. It reaches
+the API server through the kubernetes Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
 Source: scripts/start_watch.py.
 */}}
 {{- define "dl-common.startWatch.script" -}}
@@ -238,7 +239,8 @@ UNBOUND = ENV.get("DL_START_UNBOUND") == "1"
 ANNOTATION = ENV["DL_START_ANNOTATION"]
 JOBS = {g.rpartition(":")[0]: int(g.rpartition(":")[2]) for g in ENV["DL_START_JOBS"].split()}
 HOST = ENV.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
-API = "https://{}:{}".format(f"[{HOST}]" if ":" in HOST else HOST, ENV.get("KUBERNETES_SERVICE_PORT", "443"))
+PORT = ENV.get("KUBERNETES_SERVICE_PORT", "443")
+API = ENV.get("DL_START_API") or "https://{}:{}".format(f"[{HOST}]" if ":" in HOST else HOST, PORT)
 TLS = create_default_context(cafile=ACCOUNT + "/ca.crt")
 FINISHED = ("Complete", "SuccessCriteriaMet", "Failed", "FailureTarget")
 IN_PROGRESS = (None, "ContainerCreating", "PodInitializing")

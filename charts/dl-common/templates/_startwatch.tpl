@@ -13,7 +13,8 @@ Objects: a ServiceAccount (no token of its own anywhere else: automountServiceAc
 on the watch's pod, whose one container is the watch), a Role that may list pods in the namespace (a Role cannot
 narrow a list by label) and get and patch only the release's Jobs (resourceNames), its RoleBinding, and the Job.
 The pod meets Pod Security "restricted" (runs as 65534, read-only root, no capabilities), uses
-.Values.startWatch.image (Python 3, standard library only), .Values.startWatch.resources, the defaults'
+.Values.startWatch.image (Python 3, standard library only), .Values.startWatch.resources,
+.Values.startWatch.apiServer (when set, the API server's URL instead of the kubernetes Service), the defaults'
 nodeSelector, tolerations and pull secrets, the default scheduler and no queue or gang label (it is not part of
 the gang and never waits for a queue). Its pod has the standard labels but app.kubernetes.io/instance: it is no
 pod of the training (the release's Services, NetworkPolicy and whoever lists the release's pods by that label
@@ -151,6 +152,10 @@ spec:
           value: {{ ternary "1" "0" .unbound | quote }}
         - name: DL_START_ANNOTATION
           value: {{ include "dl-common.startWatch.annotation" . | quote }}
+        {{- with $sw.apiServer }}
+        - name: DL_START_API
+          value: {{ . | quote }}
+        {{- end }}
       resources:
         {{- include "dl-common.values.merge" (dict "override" $sw.resources) | fromJson | toYaml | nindent 8 }}
       securityContext:

@@ -256,6 +256,9 @@ def test_every_chart_renders_its_start_watch_with_the_only_token_of_the_release(
 def test_a_gang_lets_unbound_pods_wait_and_the_switch_removes_the_watch(chart, render):
     gang = render(CHARTS / chart, set=["worker=2", "gang.scheduler=volcano"], release="train")
     assert watch_env(gang)["DL_START_UNBOUND"] == "0"
+    assert "DL_START_API" not in watch_env(gang)  # the kubernetes Service
+    relayed = render(CHARTS / chart, set=["worker=2", "startWatch.apiServer=https://10.250.7.1:40123"], release="train")
+    assert watch_env(relayed)["DL_START_API"] == "https://10.250.7.1:40123"
     off = render(CHARTS / chart, set=["worker=2", "startWatch.enabled=false"], release="train")
     assert not [o for o in off if "start-watch" in o.name]
     assert not off.of_kind("Role") and not off.of_kind("ServiceAccount")
