@@ -22,9 +22,13 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import select
+import socket
+import ssl
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,10 +114,14 @@ def local_images(chart: str) -> list[tuple[ImageDef, str]]:
     return found
 
 
-def cpu_values(chart: str, registry: str | None = None, real_node: bool = True) -> dict[str, Any]:
+def cpu_values(
+    chart: str, registry: str | None = None, real_node: bool = True, api_server: str | None = None
+) -> dict[str, Any]:
     """Values that run ``chart`` on CPU: :data:`CPU_DEFAULTS` and :data:`SMALL_BENCHMARK`; with ``registry``
     every image from there (``global.imageRegistry``) with the local images' tags, pulled Always; with ``real_node`` the
-    embedded cluster's real node's selector and toleration."""
+    embedded cluster's real node's selector and toleration, and the start watch at ``api_server`` (an
+    :func:`api_relay`'s URL: the real node's pods have no route to the API server), or without the start watch
+    when there is none."""
     values: dict[str, Any] = {"defaults": copy.deepcopy(CPU_DEFAULTS), **copy.deepcopy(SMALL_BENCHMARK.get(chart, {}))}
     if registry:
         values["global"] = {"imageRegistry": registry}
@@ -126,7 +134,71 @@ def cpu_values(chart: str, registry: str | None = None, real_node: bool = True) 
     if real_node:
         values["defaults"]["nodeSelector"] = dict(node.NODE_SELECTOR)
         values["defaults"]["tolerations"] = [dict(node.TOLERATION)]
+        values["startWatch"] = {"apiServer": api_server} if api_server else {"enabled": False}
     return values
+
+
+@contextlib.contextmanager
+def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
+    """The route to the API server that every real cluster gives its pods (the ``kubernetes`` Service) and the
+    embedded cluster's real node does not (its pods reach each other, the kubelet and CoreDNS on the node's address,
+    nothing else; the API server listens on 127.0.0.1): a TLS relay on the node's ``address`` for the start watch
+    (``startWatch.apiServer``). It serves a certificate for that address signed by the cluster CA (the one in the
+    pods' service account ``ca.crt``), and passes each connection, TLS again, to ``server``; the pod's own token
+    authenticates it there. Yields the relay's URL; it stops with the block."""
+    from dlcharts.cluster import pki
+
+    certs = state_dir / "api-relay"
+    ca = pki.sign(state_dir, certs / "tls.crt", certs / "tls.key", "/CN=dlcharts-api-relay", [f"IP:{address}"])
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(certs / "tls.crt", certs / "tls.key")
+    upstream = ssl.create_default_context(cafile=str(ca))
+    target = urllib.parse.urlsplit(server)
+    host, port = target.hostname or "127.0.0.1", target.port or 443
+    listener = socket.create_server((address, 0))
+    listener.settimeout(0.5)
+    stop = threading.Event()
+
+    def relay(conn: socket.socket) -> None:
+        with contextlib.ExitStack() as stack:
+            stack.callback(conn.close)
+            try:
+                conn.settimeout(30)
+                pod = stack.enter_context(serving.wrap_socket(conn, server_side=True))
+                api = stack.enter_context(
+                    upstream.wrap_socket(socket.create_connection((host, port), timeout=30), server_hostname=host)
+                )
+                ends = (pod, api)
+                while not stop.is_set():
+                    ready = [s for s in ends if s.pending()] or select.select(ends, [], [], 60)[0]
+                    if not ready:
+                        return
+                    for end in ready:
+                        data = end.recv(65536)
+                        if not data:
+                            return
+                        (api if end is pod else pod).sendall(data)
+            except (OSError, ValueError):
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=relay, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"https://{address}:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        listener.close()
 
 
 @dataclasses.dataclass
@@ -488,23 +560,27 @@ def run(
     """`dlcharts run`: see the module's docstring."""
     name = chart_name(chart)
     real_node = kubeconfig is None
+    relay: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
     if kubeconfig is None:
         from dlcharts.cluster.embedded import EmbeddedCluster
 
         write(f"cluster: embedded {cluster_name!r} with its real node ...")
         handle = EmbeddedCluster(ClusterConfig(name=cluster_name)).start()
-        if handle.images is None:
+        if handle.images is None or handle.real_node is None:
             raise ClusterError(
                 f"cluster {cluster_name} runs without its real node; `dlcharts cluster down` and run again as root"
             )
         kubeconfig, registry = handle.kubeconfig, registry or handle.images.registry
         write(f"    {'reused' if handle.reused else 'started'} in {handle.start_seconds:.1f}s; KUBECONFIG={kubeconfig}")
-    with Kube.from_kubeconfig(kubeconfig) as kube:
+        relay = api_relay(handle.server, handle.state_dir, str(handle.real_node["ip"]))
+    with Kube.from_kubeconfig(kubeconfig) as kube, relay as api_server:
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
             push_images(name, registry, write)
-        values = cpu_values(name, registry, real_node=real_node)
+        if api_server:
+            write(f"start watch: reaches the API server through {api_server} (the real node's pods have no route)")
+        values = cpu_values(name, registry, real_node=real_node, api_server=api_server)
         release = Release(helm, kubeconfig, release_name, namespace)
         shown = " ".join(helm_args)
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())

@@ -157,3 +157,10 @@ def test_the_start_watch_is_left_out_of_the_pods_and_its_verdict_ends_a_failed_s
     ]
     result = run.RunResult(False, 90, pods, {"tf-train-worker": "Failed"}, "the problem", aftermath=aftermath)
     assert run.summary(result).splitlines()[-3:] == [*aftermath, "job FAILED in 90s"]
+
+
+def test_cpu_values_run_the_start_watch_on_the_real_node_only_through_a_relay() -> None:
+    assert run.cpu_values("tensorflow-dist", "127.0.0.1:5000")["startWatch"] == {"enabled": False}
+    relayed = run.cpu_values("tensorflow-dist", "127.0.0.1:5000", api_server="https://10.250.7.1:40123")
+    assert relayed["startWatch"] == {"apiServer": "https://10.250.7.1:40123"}
+    assert "startWatch" not in run.cpu_values("tensorflow-dist", real_node=False)  # another cluster: the chart's own
