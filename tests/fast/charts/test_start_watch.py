@@ -15,7 +15,7 @@ import pytest
 
 from dlcharts.policies import pod_specs
 from tests.support import CHARTS
-from tests.support.charts import TRAINING
+from tests.support.charts import TRAINING, refusal
 
 SCRIPT = CHARTS / "dl-common" / "scripts" / "start_watch.py"
 NOW = 1_800_000_000.0
@@ -276,3 +276,9 @@ def test_an_elastic_minimum_lets_unbound_workers_wait(chart, elastic, render):
         pytest.skip(f"{chart} is not among the charts under test")
     rendered = render(CHARTS / chart, set=["worker=3", *elastic], release="train")
     assert watch_env(rendered)["DL_START_UNBOUND"] == "0"
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_an_untagged_start_watch_image_is_refused_naming_the_value_unless_the_watch_is_off(chart, render):
+    assert "startWatch.image.tag is empty" in refusal(render, chart, set=["startWatch.image.tag=null"])
+    render(CHARTS / chart, set=["startWatch.enabled=false", "startWatch.image.tag=null"])
