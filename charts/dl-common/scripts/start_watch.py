@@ -70,7 +70,7 @@ def failed(pod):
 
 
 def main_started(pod):
-    main = pod["spec"]["containers"][0]["name"]
+    main = (pod["spec"].get("containers") or [{}])[0].get("name")
     for status in pod["status"].get("containerStatuses") or []:
         if status["name"] != main:
             continue
@@ -87,7 +87,7 @@ def why(pod):
     """(rank, reason) of a pod whose main container has not started: rank 0 for what will not fix itself
     soon (an image that cannot be pulled, no node, a failed init container), 1 for what is still under way."""
     status = pod["status"]
-    main = pod["spec"]["containers"][0]["name"]
+    main = (pod["spec"].get("containers") or [{}])[0].get("name")
     for c in status.get("containerStatuses") or []:
         waiting = (c.get("state") or {}).get("waiting") or {}
         if c["name"] == main and waiting.get("reason") not in IN_PROGRESS:
@@ -169,6 +169,7 @@ def main():
             continue
         pods = {}
         for pod in items:
+            pod["spec"], pod["status"] = pod.get("spec") or {}, pod.get("status") or {}
             job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
             index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
             if job not in JOBS or index is None:
