@@ -221,7 +221,8 @@ def require_binaries(cache: Path | None = None, names: tuple[str, ...] = BINARY_
         raise ClusterError(
             f"the embedded control plane is missing {len(missing)} binar{'y' if len(missing) == 1 else 'ies'}:\n"
             f"{lines}\n"
-            f"build them once (about 13 minutes on 2 cores, 10-20 more for kubelet and CoreDNS; then cached)"
+            f"build them once (the default group took 14 minutes cold on 2 cores, bench/results.md section 13;"
+            f" then cached)"
             f" with:\n"
             f"  {build_command()}{''.join(sorted(_build_groups(missing)))}\n"
             f"or from Python: dlcharts.cluster.build_binaries()"
