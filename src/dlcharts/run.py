@@ -169,15 +169,23 @@ def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
                     upstream.wrap_socket(socket.create_connection((host, port), timeout=30), server_hostname=host)
                 )
                 ends = (pod, api)
+                for end in ends:  # a TLS record without data (a TLS 1.3 session ticket) must not block a read
+                    end.setblocking(False)
                 while not stop.is_set():
                     ready = [s for s in ends if s.pending()] or select.select(ends, [], [], 60)[0]
                     if not ready:
                         return
                     for end in ready:
-                        data = end.recv(65536)
+                        try:
+                            data = end.recv(65536)
+                        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                            continue
                         if not data:
                             return
-                        (api if end is pod else pod).sendall(data)
+                        other = api if end is pod else pod
+                        other.settimeout(30)
+                        other.sendall(data)
+                        other.setblocking(False)
             except (OSError, ValueError):
                 return
 

@@ -343,17 +343,21 @@ def stuck(jobs, pods, started, now):
     return found
 
 
-def fail(jobs, found):
+def verdict_of(found):
     culprits = [text for rank, text in found if rank == 0] or [text for _, text in found]
-    verdict = (
+    return (
         f"{len(culprits)} pod(s) of release {RELEASE} did not start their main container within {TIMEOUT}s "
         f"(peerWait.timeoutSeconds) of their Job's start: " + "; ".join(culprits)
-    )
-    say("ERROR: " + verdict)
-    say("failing every Job of the release (activeDeadlineSeconds: 1), so that the Job controller ends all its pods")
-    patch = {"metadata": {"annotations": {ANNOTATION: verdict[:4000]}}, "spec": {"activeDeadlineSeconds": 1}}
+    )[:4000]
+
+
+def fail(jobs, verdict):
+    """Patch every unfinished Job of the release that does not carry the verdict yet (a watch that stopped halfway
+    through, and its Job started again, finishes the work)."""
+    patch = {"metadata": {"annotations": {ANNOTATION: verdict}}, "spec": {"activeDeadlineSeconds": 1}}
     for name, job in jobs.items():
-        if not finished(job):
+        done = (job["metadata"].get("annotations") or {}).get(ANNOTATION) == verdict
+        if not finished(job) and not (done and (job.get("spec") or {}).get("activeDeadlineSeconds") == 1):
             call("PATCH", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}", patch)
             say(f"Job {name}: failed")
 
@@ -365,8 +369,34 @@ def main():
     while True:
         try:
             jobs = {name: call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}") for name in JOBS}
+            said = [(j["metadata"].get("annotations") or {}).get(ANNOTATION) for j in jobs.values()]
+            verdict = next((v for v in said if v), None)
+            if verdict:  # this watch, or an earlier pod of it, has failed the release: every Job must carry that
+                fail(jobs, verdict)
+                return 0
             items = call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={selector}")["items"]
             errors = 0
+            pods = {}
+            for pod in items:
+                pod["spec"], pod["status"] = pod.get("spec") or {}, pod.get("status") or {}
+                job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
+                index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+                if job not in JOBS or index is None:
+                    continue
+                if main_started(pod):
+                    started.add((job, int(index)))
+                pods.setdefault((job, int(index)), []).append(pod)
+            left = [(n, i) for n, c in JOBS.items() if not finished(jobs[n]) for i in range(c) if (n, i) not in started]
+            if not left:
+                say("every pod of the release has started its main container (or its Job has finished); done")
+                return 0
+            found = stuck(jobs, pods, started, time.time())
+            if found:
+                verdict = verdict_of(found)
+                say("ERROR: " + verdict)
+                say("failing every Job of the release (activeDeadlineSeconds: 1): the Job controller ends all its pods")
+                fail(jobs, verdict)
+                return 0
         except (OSError, ValueError) as exc:  # urllib's errors are OSErrors; a 403 names the missing permission
             errors += 1
             detail = exc.read().decode(errors="replace") if isinstance(exc, urllib.error.HTTPError) else ""
@@ -374,26 +404,6 @@ def main():
             if errors * INTERVAL >= max(120, 3 * INTERVAL):
                 say("ERROR: giving up; check the Role and RoleBinding of this pod's service account")
                 return 1
-            time.sleep(INTERVAL)
-            continue
-        pods = {}
-        for pod in items:
-            pod["spec"], pod["status"] = pod.get("spec") or {}, pod.get("status") or {}
-            job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
-            index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
-            if job not in JOBS or index is None:
-                continue
-            if main_started(pod):
-                started.add((job, int(index)))
-            pods.setdefault((job, int(index)), []).append(pod)
-        left = [(n, i) for n, c in JOBS.items() if not finished(jobs[n]) for i in range(c) if (n, i) not in started]
-        if not left:
-            say("every pod of the release has started its main container (or its Job has finished); done")
-            return 0
-        found = stuck(jobs, pods, started, time.time())
-        if found:
-            fail(jobs, found)
-            return 0
         time.sleep(INTERVAL)
 
 

@@ -67,6 +67,7 @@ class Api:
         self.pods = pods
         self.status = status
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.resets: set[str] = set()
 
     def urlopen(self, request: urllib.request.Request, context: Any = None, timeout: float = 0) -> io.BytesIO:
         assert request.full_url.startswith("https://10.96.0.1:443/")
@@ -76,7 +77,14 @@ class Api:
         path = request.full_url.split(":443", 1)[1]
         if request.get_method() == "PATCH":
             assert request.get_header("Content-type") == "application/merge-patch+json"
-            self.patches.append((path.rsplit("/", 1)[1], json.loads(request.data)))  # type: ignore[arg-type]
+            name, body = path.rsplit("/", 1)[1], json.loads(request.data)  # type: ignore[arg-type]
+            if name in self.resets:  # once: the connection breaks before the answer
+                self.resets.discard(name)
+                raise ConnectionResetError(104, "Connection reset by peer")
+            self.patches.append((name, body))
+            job = self.jobs[name]
+            job["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
+            job["spec"].update(body["spec"])
             return io.BytesIO(b"{}")
         if path.endswith("/pods?labelSelector=app.kubernetes.io/instance%3Dtrain"):
             return io.BytesIO(json.dumps({"items": self.pods}).encode())
@@ -140,6 +148,27 @@ def test_a_pod_that_cannot_pull_its_image_fails_every_job_naming_role_pod_and_re
     )
     assert all(body["spec"] == {"activeDeadlineSeconds": 1} for _, body in api.patches)
     assert "start-watch: ERROR: " + verdict in out
+
+
+def test_a_watch_cut_off_while_it_fails_the_release_finishes_the_work_in_its_next_round(monkeypatch):
+    api = Api(
+        [job("train-chief"), job("train-ps"), job("train-worker")],
+        [pod("train-chief", 0, "chief", phase="Running", main=RUNNING), pod("train-ps", 0, "ps", main=PULL),
+         pod("train-worker", 0, "worker", phase="Running", main=RUNNING),
+         pod("train-worker", 1, "worker", phase="Running", main=RUNNING)],
+    )  # fmt: skip
+    api.resets.add("train-worker")
+    code, out = watch(monkeypatch, api)
+    assert code == 0, out
+    assert [name for name, _ in api.patches] == ["train-chief", "train-ps", "train-worker"]
+    assert "Connection reset by peer" in out
+    # and a new pod of the watch (its Job retried it) finishes what an earlier one began, with the same verdict
+    api.jobs["train-worker"] = job("train-worker")
+    api.patches.clear()
+    assert watch(monkeypatch, api)[0] == 0
+    assert [name for name, _ in api.patches] == ["train-worker"]
+    said = api.jobs["train-ps"]["metadata"]["annotations"]["dl-charts.io/start-failure"]
+    assert api.patches[0][1]["metadata"]["annotations"]["dl-charts.io/start-failure"] == said
 
 
 def test_the_stuck_pod_is_named_before_the_pods_that_wait_for_it(monkeypatch):
