@@ -350,11 +350,24 @@ def yaml_files(chart: Path) -> list[Path]:
     return [f for f in files if f.is_file()]
 
 
+def _yamllint() -> tuple[Any, Any]:
+    """yamllint's ``linter`` and ``YamlLintConfig``. Importing yamllint adds a YAML 1.2 integer pattern to PyYAML's
+    shared Resolver (its quoted-strings rule), after which every loader in the process reads ``0o17`` as 15: the
+    harness would then read renders differently after a release check than before it. The table is put back."""
+    resolver = yaml.resolver.Resolver
+    saved = {first: list(entries) for first, entries in resolver.yaml_implicit_resolvers.items()}
+    try:
+        _optional("yamllint")
+        from yamllint import linter
+        from yamllint.config import YamlLintConfig
+    finally:
+        resolver.yaml_implicit_resolvers = saved
+    return linter, YamlLintConfig
+
+
 def lint_yaml(files: Iterable[Path], config: Path, relative_to: Path | None = None) -> list[tuple[Path, str]]:
     """yamllint problems (warnings and errors alike) as ``(file, "line:col message (rule)")``."""
-    _optional("yamllint")
-    from yamllint import linter
-    from yamllint.config import YamlLintConfig
+    linter, YamlLintConfig = _yamllint()  # noqa: N806 - the class, by its own name
 
     conf = YamlLintConfig(file=str(config))
     found = []
