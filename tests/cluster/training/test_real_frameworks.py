@@ -15,6 +15,7 @@ namespace at its chart's Pod Security level (restricted; cntk-dist: baseline).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -137,29 +138,10 @@ def test_pytorch_elastic_worker_deleted_mid_run_rejoins_without_ending_the_job(
     )
 
 
-# An mpi4py program every MPI rank runs (argv: steps, seconds between steps): each rank names itself with Open MPI's
-# processor name (the host mpirun started it on), allreduces rank + step every step, and checks the last sum.
-MPI4PY_ALLREDUCE = """
-import sys, time
-from mpi4py import MPI
-c = MPI.COMM_WORLD
-steps, pause = int(sys.argv[1]), float(sys.argv[2])
-print(f"mpi4py: rank {c.rank}/{c.size} on {MPI.Get_processor_name()}", flush=True)
-for step in range(1, steps + 1):
-    total = c.allreduce(c.rank + step)
-    if c.rank == 0:
-        print(f"mpi4py: step {step}/{steps} allreduce {total}", flush=True)
-    time.sleep(pause)
-assert total == sum(r + steps for r in range(c.size)), total
-print(f"mpi4py: rank {c.rank} done, allreduce {total}", flush=True)
-""".strip()
-
-
 def mpi4py_command(steps: int, pause: float) -> str:
-    """The program as a JSON list for ``--set-json <chart's program value>=...``."""
-    import json
-
-    return json.dumps(["python3", "-c", MPI4PY_ALLREDUCE, str(steps), str(pause)])
+    """dlcharts.run's mpi4py allreduce (every rank names its host, allreduces each step, checks the last sum) as a
+    JSON list for ``--set-json <chart's program value>=...``."""
+    return json.dumps(run.mpi4py_program(steps, pause))
 
 
 def pod_times(kubeconfig: object, namespace: str, release: str) -> tuple[float, float]:
