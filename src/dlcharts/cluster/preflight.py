@@ -17,12 +17,12 @@ import dataclasses
 import os
 import re
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 from dlcharts import gobuild
+from dlcharts.cluster import registry
 from dlcharts.errors import ClusterError
 
 HOST_PACKAGES_FILE = Path(__file__).with_name("host-packages.txt")
@@ -85,15 +85,6 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def problems(
     cache: Path, *, to_build: Iterable[str] = (), images_cached: bool = True, real_node: bool = True
 ) -> list[str]:
@@ -114,16 +105,15 @@ def problems(
     need = RUN_BYTES + (0 if images_cached else IMAGES_BYTES)
     folders = [cache]
     if to_build:
-        go = gobuild.find_go()
+        go, wanted = gobuild.find_go(), gobuild.GO_VERSION.rsplit(".", 1)[0]
         if go is None:
             found.append(
-                f"Go {gobuild.GO_VERSION.rsplit('.', 1)[0]} or newer is needed to build {', '.join(to_build)} from "
+                f"Go {wanted} or newer is needed to build {', '.join(to_build)} from "
                 "the Go module proxy, and there is no `go` on PATH nor in /usr/local/go/bin: install it "
                 "(https://go.dev/dl/ or your distribution's golang package)"
             )
         else:
             env = _go_env(Path(go))
-            wanted = gobuild.GO_VERSION.rsplit(".", 1)[0]
             if _version(env.get("GOVERSION", "")) < _version(wanted):
                 found.append(
                     f"{go} is {env.get('GOVERSION') or 'not a working Go'}; building {', '.join(to_build)} needs Go "
@@ -135,7 +125,7 @@ def problems(
     if port:
         if not port.isdigit() or not 0 < int(port) < 65536:
             found.append(f"DLCHARTS_REGISTRY_PORT={port!r} is not a port number: unset it, or set 1-65535")
-        elif not _port_free(int(port)) and not _registry_of_ours_running(cache):
+        elif not registry.port_free(int(port)) and not _registry_of_ours_running(cache):
             found.append(
                 f"DLCHARTS_REGISTRY_PORT={port} is taken by another program: unset it (a free port is chosen) "
                 "or pick a free one"
@@ -161,13 +151,10 @@ def problems(
 
 def _registry_of_ours_running(cache: Path) -> bool:
     """A port held by a registry this cache already runs is not a conflict: it is reused."""
-    for pidfile in cache.glob("registry/**/registry.pid"):
-        try:
-            os.kill(int(pidfile.read_text().strip()), 0)
-        except (ValueError, OSError):
-            continue
-        return True
-    return False
+    return any(
+        registry.Registry(pidfile.parent, use_env_port=False).status().pid is not None
+        for pidfile in cache.glob("registry/**/registry.pid")
+    )
 
 
 def require(cache: Path, *, to_build: Iterable[str] = (), images_cached: bool = True, real_node: bool = True) -> None:

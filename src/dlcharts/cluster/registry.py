@@ -158,7 +158,7 @@ class Registry:
             binary = require_tool("registry")
             port = self.port or _remembered_port(self._state()) or _free_port()
             address = f"127.0.0.1:{port}"
-            if not _port_free(port):
+            if not port_free(port):
                 raise ClusterError(
                     f"port {port} on 127.0.0.1 is taken; free it or choose another with {PORT_ENV}=<port>"
                 )
@@ -230,7 +230,7 @@ def _config_yaml(address: str, storage: Path, access: Access | None) -> str:
 def _remembered_port(state: dict[str, object]) -> int | None:
     address = str(state.get("address", ""))
     port = address.rpartition(":")[2]
-    if port.isdigit() and _port_free(int(port)):
+    if port.isdigit() and port_free(int(port)):
         return int(port)
     return None
 
@@ -241,7 +241,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     """Whether a server can listen on 127.0.0.1:port (SO_REUSEADDR, as Go's listeners: TIME_WAIT is fine)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
