@@ -4,7 +4,8 @@
 2. the images: every local image (:mod:`dlcharts.images`) standing for an image value of the chart is built
    (cached by content) and pushed to the cluster's registry, or to ``--registry``;
 3. ``helm install`` with :func:`cpu_values` first and the user's helm arguments after them (so they win):
-   no GPUs, small requests, the local registry through ``global.imageRegistry``, the real node's selector;
+   no GPUs, small requests, the local registry through ``global.imageRegistry``, the real nodes' selector, and
+   on a cluster with several real nodes a topology spread over them (each role's pods on different nodes);
 4. every container's log, streamed as it is written, each line prefixed ``[pod/container]``;
 5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing;
 6. a line per pod (node, exit code, duration) and the wall time. Exit 0 only if the job succeeded.
@@ -105,10 +106,20 @@ def local_images(chart: str) -> list[tuple[ImageDef, str]]:
     return found
 
 
-def cpu_values(chart: str, registry: str | None = None, real_node: bool = True) -> dict[str, Any]:
+#: each role's pods on as many nodes as there are (the charts default a constraint's labelSelector to the role's pods);
+#: a node that is tainted (down, unreachable) no longer counts, so a replacement pod is not held for it
+SPREAD_OVER_NODES: dict[str, Any] = {
+    "maxSkew": 1,
+    "topologyKey": "kubernetes.io/hostname",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "nodeTaintsPolicy": "Honor",
+}
+
+
+def cpu_values(chart: str, registry: str | None = None, real_node: bool = True, spread: bool = False) -> dict[str, Any]:
     """Values that run ``chart`` on CPU: :data:`CPU_DEFAULTS` and :data:`SMALL_BENCHMARK`; with ``registry``
     every image from there (``global.imageRegistry``) with the local images' tags, pulled Always; with ``real_node`` the
-    embedded cluster's real node's selector and toleration."""
+    embedded cluster's real nodes' selector and toleration; with ``spread`` :data:`SPREAD_OVER_NODES`."""
     values: dict[str, Any] = {"defaults": copy.deepcopy(CPU_DEFAULTS), **copy.deepcopy(SMALL_BENCHMARK.get(chart, {}))}
     if registry:
         values["global"] = {"imageRegistry": registry}
@@ -121,6 +132,8 @@ def cpu_values(chart: str, registry: str | None = None, real_node: bool = True) 
     if real_node:
         values["defaults"]["nodeSelector"] = dict(node.NODE_SELECTOR)
         values["defaults"]["tolerations"] = [dict(node.TOLERATION)]
+    if spread:
+        values["defaults"]["topologySpreadConstraints"] = [dict(SPREAD_OVER_NODES)]
     return values
 
 
@@ -425,7 +438,7 @@ def run(
 ) -> RunResult:
     """`dlcharts run`: see the module's docstring."""
     name = chart_name(chart)
-    real_node = kubeconfig is None
+    real_node, spread = kubeconfig is None, False
     if kubeconfig is None:
         from dlcharts.cluster.embedded import EmbeddedCluster
 
@@ -436,13 +449,15 @@ def run(
                 f"cluster {cluster_name} runs without its real node; `dlcharts cluster down` and run again as root"
             )
         kubeconfig, registry = handle.kubeconfig, registry or handle.images.registry
+        spread = len(handle.real_nodes) > 1
+        write(f"    real nodes: {', '.join(n['name'] for n in handle.real_nodes)}" + (" (spread)" if spread else ""))
         write(f"    {'reused' if handle.reused else 'started'} in {handle.start_seconds:.1f}s; KUBECONFIG={kubeconfig}")
     with Kube.from_kubeconfig(kubeconfig) as kube:
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
             push_images(name, registry, write)
-        values = cpu_values(name, registry, real_node=real_node)
+        values = cpu_values(name, registry, real_node=real_node, spread=spread)
         release = Release(helm, kubeconfig, release_name, namespace)
         shown = " ".join(helm_args)
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())

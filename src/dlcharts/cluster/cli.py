@@ -21,12 +21,17 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "build":
         groups = (["oldest"] if version == OLDEST_KUBERNETES_VERSION else []) + (["addons"] if addons else [])
         return cmd_build([*args.names, *groups], check=args.check, platform=args.platform)
-    config = ClusterConfig(name=args.name, real_node=not args.no_real_node, kubernetes_version=version, addons=addons)
+    config = ClusterConfig(
+        name=args.name, real_node=not args.no_real_node, real_nodes=args.real_nodes, kubernetes_version=version,
+        addons=addons,
+    )  # fmt: skip
     cluster = EmbeddedCluster(config)
     if args.action == "up":
         handle = cluster.start()
         how = "reused running cluster" if handle.reused else "started"
         print(f"{how} {handle.name} in {handle.start_seconds:.1f}s: {handle.server}")
+        for node in handle.real_nodes:
+            print(f"real node {node['name']} on {node['ip']} (pods {node['subnet']})")
         for name, addon in handle.addons.items():
             print(f"add-on {name} {addon['version']} runs (pid {addon['pid']}, log {addon['log']})")
         print(f"export KUBECONFIG={handle.kubeconfig}")
@@ -117,6 +122,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--no-real-node",
         action="store_true",
         help="up: only the fake (kwok) nodes, no containerd/kubelet node (that one needs root)",
+    )
+    common.add_argument(
+        "--real-nodes",
+        type=int,
+        metavar="N",
+        default=None,
+        help="up: how many real nodes (1 to 4, default 1), each a host of its own, routed to the others",
     )
     common.add_argument(
         "--kubernetes-version",

@@ -16,6 +16,7 @@ import yaml
 
 from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, control_plane_binaries
+from dlcharts.cluster.node_layout import LONGEST_RANGE_PREFIX, MAX_REAL_NODES
 from dlcharts.errors import ClusterError
 
 _HERE = Path(__file__).resolve().parent
@@ -103,10 +104,13 @@ class ClusterConfig:
     cache:             overrides ``$DLCHARTS_CACHE``.
     pod_cidr:          the range kwok hands fake pod IPs out of (never routed anywhere).
     api_qps:           --kube-api-qps of kube-controller-manager and kube-scheduler (burst is twice this).
-    real_node:         also run one real node (containerd + kubelet + CoreDNS on this machine, root only; see
+    real_node:         also run real nodes (containerd + kubelet + CoreDNS on this machine, root only; see
                        dlcharts.cluster.node), labelled and tainted dlcharts.io/node-type=real.
-    real_node_cidr:    the real node's bridge and pod range (an IPv4 /16../28 used on no interface); empty:
-                       a /24 in 10.250.0.0/16 derived from the cluster name.
+    real_nodes:        how many (1 to 4: real-0, real-1, ...), each a host of its own, routed to the others.
+                       None: 1 for a new cluster, and whatever runs for a reused one (a number that differs
+                       from the running cluster's is refused).
+    real_node_cidr:    the real nodes' pod range (an IPv4 /16../26 used on no interface), cut in 4 parts, one per
+                       node; empty: a /24 in 10.250.0.0/16 derived from the cluster name.
     kubernetes_version: the control plane's version, one of binaries.CLUSTER_VERSIONS: the pinned one, or the
                        oldest minor the charts support (fake nodes only: the real node's kubelet is the pinned
                        version, and a kubelet must not be newer than its API server).
@@ -126,6 +130,7 @@ class ClusterConfig:
     # then creates ~18 pods/s, which paced a 1000-worker job to ~55 s (bench/results.md, section 4).
     api_qps: int = 200
     real_node: bool = True
+    real_nodes: int | None = None
     real_node_cidr: str = ""
     kubernetes_version: str = KUBERNETES_VERSION
     addons: tuple[str, ...] = ()
@@ -157,16 +162,26 @@ class ClusterConfig:
             raise ClusterError(f"pod_run_seconds: {self.pod_run_seconds} is negative")
         if self.start_timeout <= 0:
             raise ClusterError(f"start_timeout: {self.start_timeout} must be positive")
+        if self.real_nodes is not None and not 1 <= self.real_nodes <= MAX_REAL_NODES:
+            raise ClusterError(
+                f"real_nodes: {self.real_nodes} is not 1 to {MAX_REAL_NODES} (`--real-nodes N`); "
+                "for none, start with fake nodes only (real_node=False, or --no-real-node)"
+            )
         if self.real_node_cidr:
             try:
                 net = ipaddress.ip_network(self.real_node_cidr)
             except ValueError:
                 net = None
-            if not isinstance(net, ipaddress.IPv4Network) or not 16 <= net.prefixlen <= 28:
+            if not isinstance(net, ipaddress.IPv4Network) or not 16 <= net.prefixlen <= LONGEST_RANGE_PREFIX:
                 raise ClusterError(
-                    f"real_node_cidr: {self.real_node_cidr!r} is not an IPv4 network of /16 to /28 "
-                    "(host bits zero), e.g. 10.250.7.0/24"
+                    f"real_node_cidr: {self.real_node_cidr!r} is not an IPv4 network of /16 to "
+                    f"/{LONGEST_RANGE_PREFIX} (host bits zero), e.g. 10.250.7.0/24"
                 )
+
+    @property
+    def real_node_count(self) -> int:
+        """The real nodes a new cluster of this config starts."""
+        return 0 if not self.real_node else self.real_nodes or 1
 
     def control_plane_fingerprint(self) -> str:
         """Hash of what cannot change on a running cluster (stages, pod CIDR, versions)."""

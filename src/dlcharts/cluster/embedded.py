@@ -6,11 +6,12 @@ kube-scheduler and the kwok controller as detached processes, and records their 
 cluster's state directory ``$DLCHARTS_CACHE/clusters/<name>``. Everything after that is ours: we wait
 for ``/readyz``, for the controller-manager's and scheduler's leader leases, create the fake nodes
 from :mod:`dlcharts.cluster.config`, wait for them to be Ready and for the ``default`` ServiceAccount,
-then start the one real node (:mod:`dlcharts.cluster.node`: containerd, kubelet, CoreDNS, and the cluster's own
-registry its images are pulled from, :mod:`dlcharts.cluster.node_registry`) unless ``ClusterConfig.real_node`` is
-off. kwok manages only the nodes annotated ``kwok.x-k8s.io/node: fake``, so the
-real node and its pods are the kubelet's alone. Stopping removes the real node first (its mounts and network
-live under the state directory; its registry is stopped too), then the control plane.
+then start the real nodes, one unless ``ClusterConfig.real_nodes`` asks for more (:mod:`dlcharts.cluster.node`:
+containerd, kubelet, CoreDNS and kube-router each, routed to each other, and the cluster's own registry their
+images are pulled from, :mod:`dlcharts.cluster.node_registry`) unless ``ClusterConfig.real_node`` is off. kwok
+manages only the nodes annotated ``kwok.x-k8s.io/node: fake``, so the real nodes and their pods are the kubelets'
+alone. Stopping removes the real nodes first (their mounts and network live under the state directory; the
+registry is stopped too), then the control plane.
 
 Usage::
 
@@ -116,8 +117,10 @@ class ClusterHandle(ClusterAccess):
     state_dir: Path
     reused: bool
     start_seconds: float
-    #: the real node's name, address, bridge, images and versions (None without one; see dlcharts.cluster.node)
+    #: the first real node's name, address, bridge, images and versions (None without one; dlcharts.cluster.node)
     real_node: dict[str, Any] | None = None
+    #: every real node's, real-0 first (empty without one)
+    real_nodes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: the add-ons that run (dlcharts.cluster.addons): name -> version, pid, log
     addons: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -144,9 +147,9 @@ class ClusterHandle(ClusterAccess):
                 f"`dlcharts cluster down --name {self.name}` then `up`"
             ) from None
 
-    def node_pids(self) -> dict[str, int]:
-        """The real node's processes: containerd, kubelet, coredns, kube-router (empty without a real node)."""
-        return RealNode(self.state_dir, self.name).pids()
+    def node_pids(self, index: int = 0) -> dict[str, int]:
+        """A real node's processes: containerd, kubelet, coredns, kube-router (empty without that node)."""
+        return RealNode(self.state_dir, self.name, index=index).pids()
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each control-plane process (from /proc)."""
@@ -220,7 +223,7 @@ class EmbeddedCluster:
                 else:
                     server = self._wait_control_plane()
                 self._ensure_nodes()
-                real_node = self._ensure_real_node(reused)
+                real_nodes = self._ensure_real_nodes(reused)
                 with self._lock("kwokctl-create") if self.config.addons else contextlib.nullcontext():
                     # the add-ons take free ports too
                     addons = self._addons().start(self.config.addons, self.kubeconfig, self.config.start_timeout)
@@ -233,7 +236,7 @@ class EmbeddedCluster:
                 if isinstance(exc, ClusterError):
                     raise ClusterError(f"{exc}\ncomponent logs kept in {kept}") from exc
                 raise
-            self._write_state(real_node, addons, reused)
+            self._write_state(real_nodes, addons, reused)
         self.handle = ClusterHandle(
             name=self.config.name,
             kubeconfig=self.kubeconfig,
@@ -241,7 +244,8 @@ class EmbeddedCluster:
             state_dir=self.state_dir,
             reused=reused,
             start_seconds=time.monotonic() - started,
-            real_node=real_node,
+            real_node=real_nodes[0] if real_nodes else None,
+            real_nodes=real_nodes,
             addons=addons,
         )
         return self.handle
@@ -397,28 +401,40 @@ class EmbeddedCluster:
         if not self.kubeconfig.is_file():
             raise ClusterError(f"kwokctl created cluster {self.config.name} but wrote no {self.kubeconfig}")
 
-    def _real_node(self) -> RealNode:
-        return RealNode(self.state_dir, self.config.name, self.config.real_node_cidr, self.cache)
+    def _real_nodes(self, count: int = 0) -> list[RealNode]:
+        """The real nodes real-0 .. real-<count - 1>, and every other one with a folder on disk."""
+        return RealNode.all_of(self.state_dir, self.config.name, count, self.config.real_node_cidr, self.cache)
 
-    def _ensure_real_node(self, reused: bool) -> dict[str, Any] | None:
-        """Start the real node on a new cluster; on a reused one, check that it still runs."""
+    def _ensure_real_nodes(self, reused: bool) -> list[dict[str, Any]]:
+        """Start the real nodes on a new cluster, one after the other; on a reused one, check that they still run."""
         if not self.config.real_node:
-            return None
-        node = self._real_node()
+            return []
         if not reused:
-            return node.start(self.kubeconfig, self.config.start_timeout)
-        pids = node.pids()
-        dead = [n for n in ("containerd", "kubelet", "coredns", "kube-router") if not procs.alive(pids.get(n, 0))]
+            timeout = self.config.start_timeout
+            return [node.start(self.kubeconfig, timeout) for node in self._real_nodes(self.config.real_node_count)]
+        state = self.state_dir / STATE_FILE
+        doc = json.loads(state.read_text()) if state.is_file() else {}
+        recorded = doc.get("real_nodes") or ([doc["real_node"]] if doc.get("real_node") else [])
+        wanted = self.config.real_nodes
+        if wanted is not None and wanted != len(recorded):
+            raise ClusterError(
+                f"cluster {self.config.name} runs with {len(recorded)} real node(s), not {wanted}; stop it first "
+                f"(`dlcharts cluster down --name {self.config.name}`) or use another cluster name"
+            )
+        dead = []
+        for node in self._real_nodes(len(recorded)):
+            pids = node.pids()
+            parts = ("containerd", "kubelet", "coredns", "kube-router")
+            dead += [f"{node.name} {n}" for n in parts if not procs.alive(pids.get(n, 0))]
         if not registry_for(self.config.name, self.cache).status().running:
             dead.append("registry")
         if dead:
             raise ClusterError(
-                f"cluster {self.config.name} runs, but these parts of its real node do not: {', '.join(dead)}; "
-                f"restart it: `dlcharts cluster down --name {self.config.name}` then `up` (logs in {node.logs_dir})"
+                f"cluster {self.config.name} runs, but these parts of its real nodes do not: {', '.join(dead)}; "
+                f"restart it: `dlcharts cluster down --name {self.config.name}` then `up` "
+                f"(logs in {self.state_dir / 'logs'})"
             )
-        state = self.state_dir / STATE_FILE
-        recorded = json.loads(state.read_text()).get("real_node") if state.is_file() else None
-        return recorded if isinstance(recorded, dict) else None
+        return [n for n in recorded if isinstance(n, dict)]
 
     def _addons(self) -> Addons:
         return Addons(self.state_dir, self.cache)
@@ -427,7 +443,8 @@ class EmbeddedCluster:
         # The add-ons and the real node first: the node's pods' mounts and network live under the state directory
         # kwokctl removes.
         self._addons().stop()
-        self._real_node().stop(self.kubeconfig)
+        for node in reversed(self._real_nodes()):
+            node.stop(self.kubeconfig)
         pids = _component_pids(self.state_dir)
         kwokctl = _bin.binary("kwokctl", self.cache).path
         if kwokctl.is_file():
@@ -466,7 +483,7 @@ class EmbeddedCluster:
                 f"(`dlcharts cluster down --name {self.config.name}`) or use another cluster name"
             )
 
-    def _write_state(self, real_node: dict[str, Any] | None, addons: dict[str, Any], reused: bool) -> None:
+    def _write_state(self, real_nodes: list[dict[str, Any]], addons: dict[str, Any], reused: bool) -> None:
         state = self.state_dir / STATE_FILE
         if reused and state.is_file():  # the add-ons a reused cluster has now; the rest was recorded at its start
             doc = json.loads(state.read_text())
@@ -480,7 +497,8 @@ class EmbeddedCluster:
             "kwok": _bin.KWOK_VERSION,
             "etcd": _bin.ETCD_VERSION,
             "nodes": [n["metadata"]["name"] for n in node_objects(self.config.node_pools)],
-            "real_node": real_node,
+            "real_node": real_nodes[0] if real_nodes else None,
+            "real_nodes": real_nodes,
             "addons": addons,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }

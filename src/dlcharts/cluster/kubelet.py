@@ -1,8 +1,8 @@
-"""The real node's kubelet: it registers the node ``real-0`` with the API server and runs its pods on containerd.
+"""A real node's kubelet: it registers the node ``real-<i>`` with the API server and runs its pods on containerd.
 
 It listens on the node's address only (:mod:`dlcharts.cluster.network`), with a client and serving certificate
-signed by the cluster's CA; its root (pod volumes), config and kubeconfig live in ``<cluster>/node/kubelet/``, the
-containers' logs in ``node/pod-logs/``, and its pods' cgroups under ``/dlcharts-<cluster>``
+signed by the cluster's CA; its root (pod volumes), config and kubeconfig live in the node's ``kubelet/`` folder, the
+containers' logs in its ``pod-logs/``, and its pods' cgroups under its cgroup
 (:mod:`dlcharts.cluster.cgroups`). Pods resolve names through the node's CoreDNS (:mod:`dlcharts.cluster.dns`).
 
 Scheduling: the node is labelled ``dlcharts.io/node-type=real`` and tainted
@@ -27,11 +27,12 @@ import yaml
 
 from dlcharts.cluster import binaries as _bin
 from dlcharts.cluster import containerd, dns, host, pki, procs
-from dlcharts.cluster.node_layout import NodeLayout
+from dlcharts.cluster.node_layout import NodeLayout, node_name
 from dlcharts.errors import ClusterError
 from dlcharts.waiting import poll
 
-NODE_NAME = "real-0"
+#: the first real node (every cluster with real nodes has it)
+NODE_NAME = node_name(0)
 LABEL_KEY = "dlcharts.io/node-type"
 LABEL_VALUE = "real"
 #: what a pod adds to run on the real node
@@ -54,8 +55,8 @@ def start(node: NodeLayout, kubeconfig: Path, timeout: float) -> None:
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": node.cluster, "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": NODE_NAME, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-        "contexts": [{"name": "kubelet", "context": {"cluster": node.cluster, "user": NODE_NAME}}],
+        "users": [{"name": node.name, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "contexts": [{"name": "kubelet", "context": {"cluster": node.cluster, "user": node.name}}],
         "current-context": "kubelet",
     }
     (kdir / "kubeconfig.yaml").write_text(yaml.safe_dump(kube, sort_keys=False))
@@ -69,7 +70,7 @@ def start(node: NodeLayout, kubeconfig: Path, timeout: float) -> None:
             f"--config={kdir / 'config.yaml'}",
             f"--kubeconfig={kdir / 'kubeconfig.yaml'}",
             f"--root-dir={kdir / 'root'}",
-            f"--hostname-override={NODE_NAME}",
+            f"--hostname-override={node.name}",
             f"--node-ip={node.network.node_ip}",
             f"--node-labels={LABEL_KEY}={LABEL_VALUE},dlcharts.io/node-pool={LABEL_VALUE}",
         ],
@@ -84,8 +85,8 @@ def _credentials(node: NodeLayout) -> tuple[Path, Path, Path]:
     node address as SAN), signed by the cluster's CA; returns (ca, cert, key)."""
     out = node.dir / "kubelet" / "pki"
     cert, key = out / "kubelet.crt", out / "kubelet.key"
-    ca = pki.sign(node.state_dir, cert, key, f"/O=system:nodes/CN=system:node:{NODE_NAME}",
-                  [f"IP:{node.network.node_ip}", f"DNS:{NODE_NAME}"], usages="clientAuth,serverAuth")  # fmt: skip
+    ca = pki.sign(node.state_dir, cert, key, f"/O=system:nodes/CN=system:node:{node.name}",
+                  [f"IP:{node.network.node_ip}", f"DNS:{node.name}"], usages="clientAuth,serverAuth")  # fmt: skip
     return ca, cert, key
 
 
@@ -146,10 +147,10 @@ def _wait_ready(node: NodeLayout, kubeconfig: Path, timeout: float) -> None:
             pid = node.pids().get("kubelet")
             if pid is None or not procs.alive(pid):
                 raise ClusterError(f"kubelet exited; see {log}")
-            found = core.read_node(NODE_NAME)
+            found = core.read_node(node.name)
             return any(c.type == "Ready" and c.status == "True" for c in found.status.conditions or [])
 
-        poll(ready, timeout, f"the real node {NODE_NAME} to be Ready (log {log})")
+        poll(ready, timeout, f"the real node {node.name} to be Ready (log {log})")
 
 
 def stop(node: NodeLayout, kubeconfig: Path | None) -> None:
@@ -173,7 +174,7 @@ def _drain(node: NodeLayout, kubeconfig: Path) -> None:
     api = kconfig.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     with contextlib.closing(api):
         core: Any = client.CoreV1Api(api)
-        pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={NODE_NAME}").items
+        pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node.name}").items
         for pod in pods:
             with contextlib.suppress(Exception):
                 core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)

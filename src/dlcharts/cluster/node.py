@@ -1,13 +1,15 @@
-"""The embedded cluster's one real node (containers really run on this machine), started as kind creates a
-cluster: an ordered list of steps, each a component with its own start, stop and clean-up.
+"""A real node of the embedded cluster (containers really run on this machine), started as kind creates a
+cluster: an ordered list of steps, each a component with its own start, stop and clean-up. A cluster has one to
+four, ``real-0`` to ``real-3``, each a host of its own (:mod:`dlcharts.cluster.node_layout`), started in order
+and stopped in reverse (``real-0`` owns the cluster's registry, which every node pulls from).
 
     record        node.json: the network, the versions, and the host folders start() is about to make
-    network       the pods' network namespace, bridge, veth pair and CNI config   (dlcharts.cluster.network)
+    network       the pods' namespace, bridge, veth pair, routes, CNI config       (dlcharts.cluster.network)
     cgroups       the kubelet's cgroupRoot /dlcharts-<name>                         (dlcharts.cluster.cgroups)
-    images        the cluster's registry on 127.0.0.1 and the node's images  (dlcharts.cluster.node_registry)
+    images        the cluster's registry on 127.0.0.1 and the nodes' images (dlcharts.cluster.node_registry)
     containerd    containerd and runc, with the node's image store               (dlcharts.cluster.containerd)
     coredns       cluster DNS on the node's address                                     (dlcharts.cluster.dns)
-    kubelet       the node ``real-0``, registered and Ready                         (dlcharts.cluster.kubelet)
+    kubelet       the node ``real-<i>``, registered and Ready                       (dlcharts.cluster.kubelet)
     kube-router   NetworkPolicies, enforced in the pods' namespace                   (dlcharts.cluster.netpol)
 
 :meth:`RealNode.start` checks the machine first (root, the host's tools, the built binaries, the network range),
@@ -34,16 +36,18 @@ from typing import Any
 from dlcharts.cluster import binaries as _bin
 from dlcharts.cluster import cgroups, containerd, dns, host, kubelet, netpol, network, node_registry, preflight
 from dlcharts.cluster.kubelet import LABEL_KEY, LABEL_VALUE, NODE_NAME, NODE_SELECTOR, TOLERATION
-from dlcharts.cluster.node_layout import Network, NodeLayout
+from dlcharts.cluster.node_layout import MAX_REAL_NODES, Network, NodeLayout, node_name
 from dlcharts.errors import ClusterError
 
 __all__ = [
+    "MAX_REAL_NODES",
     "LABEL_KEY",
     "LABEL_VALUE",
     "NODE_NAME",
     "NODE_SELECTOR",
     "TOLERATION",
     "Network",
+    "node_name",
     "RealNode",
     "Step",
 ]
@@ -64,12 +68,28 @@ class Step:
 
 
 class RealNode:
-    """The real node of the cluster whose state directory is ``state_dir``."""
+    """The real node ``real-<index>`` of the cluster whose state directory is ``state_dir``."""
 
-    def __init__(self, state_dir: Path, cluster: str, cidr: str = "", cache: Path | None = None) -> None:
-        self.layout = NodeLayout.of(state_dir, cluster, cidr, cache if cache is not None else _bin.cache_dir())
+    def __init__(
+        self, state_dir: Path, cluster: str, cidr: str = "", cache: Path | None = None, index: int = 0
+    ) -> None:
+        cache = cache if cache is not None else _bin.cache_dir()
+        self.layout = NodeLayout.of(state_dir, cluster, cidr, cache, index)
         self._versions: dict[str, str] = {}
         self._images: node_registry.NodeImages | None = None
+
+    @classmethod
+    def all_of(
+        cls, state_dir: Path, cluster: str, count: int, cidr: str = "", cache: Path | None = None
+    ) -> list[RealNode]:
+        """The cluster's nodes ``real-0`` .. ``real-<count - 1>``, and any other whose folder is on disk (a stop
+        must find every node that an earlier start made)."""
+        indexes = sorted({*range(count), *NodeLayout.indexes_on_disk(state_dir)})
+        return [cls(state_dir, cluster, cidr, cache, i) for i in indexes]
+
+    @property
+    def name(self) -> str:
+        return self.layout.name
 
     @property
     def logs_dir(self) -> Path:
@@ -97,7 +117,7 @@ class RealNode:
             Step("record", self._record, clean_up=self._forget),
             Step("network", lambda: network.up(node), clean_up=lambda: network.down(node)),
             Step("cgroups", lambda: cgroups.up(node.cgroup_name), clean_up=lambda: cgroups.down(node.cgroup_name)),
-            Step("images", self._pull_images, stop=lambda: node_registry.stop(node.cluster, node.cache)),
+            Step("images", self._pull_images, stop=self._stop_registry),
             Step(
                 "containerd",
                 lambda: containerd.start(node, self._pulled()),
@@ -119,7 +139,7 @@ class RealNode:
             ),
             Step(
                 "kube-router",
-                lambda: netpol.start(node.dir, node.logs_dir, node.netns, NODE_NAME, admin(), node.cache),
+                lambda: netpol.start(node.dir, node.logs_dir, node.netns, node.name, admin(), node.cache),
                 stop=lambda: netpol.stop(node.dir),
             ),
         ]
@@ -131,10 +151,11 @@ class RealNode:
         for step in self.steps(kubeconfig, timeout):
             step.start()
         return {
-            "name": NODE_NAME,
+            "name": self.name,
             "ip": self.layout.network.node_ip,
             "bridge": self.layout.network.bridge,
             "subnet": self.layout.network.subnet,
+            "cluster_range": self.layout.network.cluster_range,
             "images": self._pulled().as_dict(),
             **self._versions,
         }
@@ -169,6 +190,7 @@ class RealNode:
         record = {
             "bridge": node.network.bridge,
             "subnet": node.network.subnet,
+            "cluster_range": node.network.cluster_range,
             # whether stop() may remove kubelet's hard-coded device-plugin directory
             "made_device_plugins_dir": not kubelet.DEVICE_PLUGINS.exists(),
             "made_dirs": [str(d) for d in (*kubelet.HOST_DIRS, *containerd.HOST_DIRS) if not d.exists()],
@@ -178,6 +200,10 @@ class RealNode:
 
     def _pull_images(self) -> None:
         self._images = node_registry.ensure(self.layout.cluster, self.layout.cache)
+
+    def _stop_registry(self) -> None:
+        if self.layout.index == 0:  # the last node to stop: the others pull from it until then
+            node_registry.stop(self.layout.cluster, self.layout.cache)
 
     def _pulled(self) -> node_registry.NodeImages:
         if self._images is None:
@@ -198,8 +224,10 @@ class RealNode:
         return [str(d) for d in made] if isinstance(made, list) else []
 
     def _forget(self) -> None:
-        """The last clean-up: unmount anything still mounted under the cluster's folder and drop the pid files."""
-        left = host.unmount(host.below(self.layout.state_dir))
+        """The last clean-up: unmount anything still mounted under the node's folder (``real-0``, the last node to
+        stop: under the cluster's) and drop the pid files."""
+        node = self.layout
+        left = host.unmount(host.below(node.state_dir if node.index == 0 else node.dir))
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.layout.pid_dir)
         if left:

@@ -122,6 +122,12 @@ def test_custom_pool_with_other_gpu_resource_and_taint() -> None:
         (ClusterConfig(real_node_cidr="10.250.7.1/24"), "real_node_cidr: '10.250.7.1/24'"),
         (ClusterConfig(real_node_cidr="10.0.0.0/8"), "real_node_cidr: '10.0.0.0/8'"),
         (ClusterConfig(real_node_cidr="fd00::/64"), "real_node_cidr"),
+        (
+            ClusterConfig(real_node_cidr="10.250.7.0/27"),
+            "real_node_cidr: '10.250.7.0/27' is not an IPv4 network of /16 to /26",
+        ),
+        (ClusterConfig(real_nodes=0), "real_nodes: 0 is not 1 to 4 .*--no-real-node"),
+        (ClusterConfig(real_nodes=5), "real_nodes: 5 is not 1 to 4"),
         (ClusterConfig(kubernetes_version="v1.31.14"), "'v1.31.14' is not one the embedded cluster runs"),
         (ClusterConfig(kubernetes_version=OLDEST_KUBERNETES_VERSION), "cannot have the real node"),
         (ClusterConfig(addons=("kueue", "volcano")), "addons: 'volcano' unknown; choose from kueue, coscheduling"),
@@ -144,12 +150,35 @@ def test_stages_cover_nodes_and_pods_and_take_the_run_time() -> None:
 def test_real_node_network_is_per_cluster_and_its_bridge_name_fits_linux() -> None:
     from dlcharts.cluster.node_layout import Network
 
-    one, other = Network.for_cluster("dlcharts", ""), Network.for_cluster("other", "")
+    one, other = Network.for_node("dlcharts", "", 0), Network.for_node("other", "", 0)
     assert one.bridge != other.bridge and max(len(one.bridge), len(other.bridge)) <= 15  # IFNAMSIZ - 1
-    assert one.subnet.startswith("10.250.") and one.node_ip == one.subnet.replace(".0/24", ".1")
-    assert Network.for_cluster("x", "10.1.2.0/28") == Network(bridge=Network.for_cluster("x", "").bridge,
-                                                              subnet="10.1.2.0/28")  # fmt: skip
-    assert Network.for_cluster("x", "10.1.2.0/28").node_ip == "10.1.2.1"
+    assert one.cluster_range.startswith("10.250.") and one.cluster_range.endswith(".0/24")
+    assert one.subnet == one.cluster_range.replace("/24", "/26") and one.node_ip == one.subnet.replace(".0/26", ".1")
+
+
+def test_each_real_node_gets_its_own_part_of_the_range_and_bridge() -> None:
+    from dlcharts.cluster.node_layout import MAX_REAL_NODES, Network
+
+    nodes = [Network.for_node("x", "10.1.2.0/26", i) for i in range(MAX_REAL_NODES)]
+    assert [n.subnet for n in nodes] == ["10.1.2.0/28", "10.1.2.16/28", "10.1.2.32/28", "10.1.2.48/28"]
+    assert [n.node_ip for n in nodes] == ["10.1.2.1", "10.1.2.17", "10.1.2.33", "10.1.2.49"]
+    assert {n.cluster_range for n in nodes} == {"10.1.2.0/26"}
+    assert len({n.bridge for n in nodes}) == MAX_REAL_NODES and all(len(n.bridge) <= 15 for n in nodes)
+    assert nodes[0].bridge == Network.for_node("x", "", 0).bridge  # real-0's bridge is named as before
+
+
+def test_each_real_node_has_its_own_folders_cgroup_and_image_store(tmp_path: Path) -> None:
+    from dlcharts.cluster.node_layout import NodeLayout
+
+    first, second = (NodeLayout.of(tmp_path / "c", "c", "", tmp_path, i) for i in (0, 1))
+    assert (first.name, second.name) == ("real-0", "real-1")
+    assert (first.dir.name, second.dir.name) == ("node", "node-1")
+    assert (first.logs_dir, second.logs_dir) == (tmp_path / "c" / "logs", tmp_path / "c" / "logs" / "real-1")
+    assert (first.cgroup_name, second.cgroup_name) == ("dlcharts-c", "dlcharts-c-real-1")
+    assert (first.image_store.name, second.image_store.name) == ("c", "c.real-1")
+    second.dir.mkdir(parents=True)
+    (tmp_path / "c" / "node-x").mkdir()
+    assert NodeLayout.indexes_on_disk(tmp_path / "c") == [1]
 
 
 def test_cluster_dns_forwards_nothing_off_the_machine(tmp_path: Path) -> None:
