@@ -46,6 +46,27 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return 0 if running else 1
 
 
+def cmd_fault(args: argparse.Namespace) -> int:
+    """``dlcharts cluster fault ACTION NODE``: a fault of a running cluster's real node (dlcharts.cluster.faults)."""
+    from dlcharts.cluster import faults
+
+    cluster = EmbeddedCluster(ClusterConfig(name=args.name))
+    if not cluster.is_running():
+        print(
+            f"dlcharts: cluster {args.name} is not running; start it: dlcharts cluster up --real-nodes 2",
+            file=sys.stderr,
+        )
+        return 1
+    node = faults.real_node(cluster.state_dir, args.name, args.node)
+    started = time.monotonic()
+    if args.fault == "restore":
+        faults.restore(node, cluster.kubeconfig, cluster.config.start_timeout)
+    else:
+        getattr(faults, args.fault)(node)
+    print(f"{args.fault} {args.node} of {args.name}: done in {time.monotonic() - started:.1f}s")
+    return 0
+
+
 def cmd_build(names: list[str], *, check: bool, platform: str | None) -> int:
     """``dlcharts cluster build``: one ``<name> <path>`` line per binary (what scripts read), each built first where
     missing; ``check`` builds nothing and fails naming what is missing."""
@@ -150,7 +171,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "scheduler-plugins-scheduler (gang.scheduler=scheduler-plugins in the charts)",
     )
     cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
-    actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status}", required=True)
+    actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status,fault}", required=True)
     groups = "; ".join(f"{group}: {' '.join(names)}" for group, names in binaries.GROUPS.items())
     build = actions.add_parser(
         "build", parents=[common], help="build the cluster's binaries (once; cached by version)",
@@ -177,6 +198,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         actions.add_parser(action, parents=[common], help=text).set_defaults(
             func=cmd_cluster, names=[], check=False, platform=None
         )
+
+    fault = actions.add_parser(
+        "fault", parents=[common], help="a fault of a real node: lose, restore, isolate, rejoin",
+        description="lose: the node's host is gone (its pods cut off, then every process of the node killed at once, "
+        "as in a power loss); restore: clean it up and start it again (a rebooted host); isolate: drop the traffic "
+        "between its pods and the other nodes' (a partition); rejoin: undo isolate.",
+    )  # fmt: skip
+    fault.add_argument("fault", choices=["lose", "restore", "isolate", "rejoin"])
+    fault.add_argument("node", metavar="NODE", help="a real node of the cluster: real-0, real-1, ...")
+    fault.set_defaults(func=cmd_fault)
 
     reg = sub.add_parser(
         "registry", help="the local OCI registry (distribution v3) on 127.0.0.1, HTTPS with a login: charts "

@@ -132,7 +132,7 @@ def stop(node: NodeLayout) -> None:
             _kill_tasks(node)
             _remove_containers(node)
         procs.stop(pid, "containerd")
-    shims = {p for p in procs.all_pids() if _is_our_shim(node, p)}
+    shims = {p for p in procs.all_pids() if is_shim_of(node, p)}
     procs.kill(procs.children(shims) | shims)
 
 
@@ -173,6 +173,7 @@ def _kill_tasks(node: NodeLayout) -> None:
             time.sleep(0.2)
 
 
-def _is_our_shim(node: NodeLayout, pid: int) -> bool:
+def is_shim_of(node: NodeLayout, pid: int) -> bool:
+    """Whether ``pid`` is a containerd shim of ``node``'s containerd."""
     argv = procs.cmdline(pid)
     return bool(argv) and Path(argv[0]).name == SHIM and str(node.socket) in argv

@@ -370,6 +370,11 @@ class EmbeddedCluster:
                         # pods that churn held the API server. Batched per second, as large clusters run it.
                         {"key": "endpointslice-updates-batch-period", "value": "1s"},
                         {"key": "endpoint-updates-batch-period", "value": "1s"},
+                        # A real node that stops reporting is NotReady after Kubernetes' own defaults, not kwokctl's
+                        # 25s / 3m20s: a lost node's pods leave their Services as soon as on a production cluster
+                        # (kwok renews the fake nodes' Leases every 10s, well within that)
+                        {"key": "node-monitor-period", "value": "5s"},
+                        {"key": "node-monitor-grace-period", "value": "50s"},
                     ],
                 },
                 {"name": "kube-scheduler", "extraArgs": self._api_rate_args()},
