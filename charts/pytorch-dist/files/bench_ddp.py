@@ -7,6 +7,7 @@ every rank). Exit status 0 means the wiring works end to end: rendezvous, NCCL (
 across every pod, and the GPUs themselves.
 """
 import argparse
+import datetime
 import hashlib
 import os
 import socket
@@ -46,7 +47,10 @@ def main():
     args, unknown = parser.parse_known_args()
 
     cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
+    # the chart's collectiveTimeoutSeconds: a rank lost mid-step fails the others in minutes, not PyTorch's 30
+    timeout = os.environ.get("DL_COLLECTIVE_TIMEOUT_SECONDS")
+    kwargs = {"timeout": datetime.timedelta(seconds=int(timeout))} if timeout else {}
+    dist.init_process_group("nccl" if cuda else "gloo", **kwargs)
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")

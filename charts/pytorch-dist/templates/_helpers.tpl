@@ -58,6 +58,10 @@ plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML l
 - name: PET_MAX_RESTARTS
   value: {{ $v.elastic.maxRestarts | int | quote }}
 {{- end }}
+{{- if not (kindIs "invalid" $v.collectiveTimeoutSeconds) }}
+- name: DL_COLLECTIVE_TIMEOUT_SECONDS
+  value: {{ $v.collectiveTimeoutSeconds | int | quote }}
+{{- end }}
 - name: MASTER_ADDR
   value: {{ $master | quote }}
 - name: MASTER_PORT
