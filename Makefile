@@ -79,7 +79,7 @@ demo: packages $(DEMO_STAMP)  ## the main job: tensorflow-dist --set worker=4 tr
 # (pytest-xdist); tests/cluster/<part>/ runs on the embedded cluster.
 FAST := tests/fast examples
 # The cluster tier as two sessions side by side (ci/together.sh), each on an embedded cluster of its own, because
-# much of their time is spent waiting for pods: the real node's training (tests/cluster/training) runs with the
+# much of their time is spent waiting for pods: the real nodes' training (tests/cluster/training, on 2 real nodes) runs with the
 # API-parity test (which keeps the CPU busy meanwhile) and the queueing tests (Kueue and coscheduling on a third
 # cluster of fake GPU nodes, mostly waiting for fake pods), beside every other folder of tests/cluster (every chart
 # installed on fake GPU nodes, the repository, the images, ...). The CPU is the limit: a third session (tried: chart
@@ -90,7 +90,7 @@ OTHER_CLUSTER := tests/cluster $(addprefix --ignore=,$(REAL_TRAINING))
 session = DLCHARTS_CLUSTER_NAME=$(2) $(PYTEST) $(3) --dlcharts-cluster-name $(2) -p no:cacheprovider \
   --junitxml=reports/junit-$(1).xml
 CLUSTER_SESSIONS = bash ci/together.sh \
-  real-training '$(call session,real-training,dlcharts,$(REAL_TRAINING))' \
+  real-training 'DLCHARTS_REAL_NODES=2 $(call session,real-training,dlcharts,$(REAL_TRAINING))' \
   other-cluster '$(call session,other-cluster,dlcharts-other,$(OTHER_CLUSTER))'
 
 # Everything `make test` builds is checked for first (root, packages, Go, ports, disk): a problem is found in

@@ -2,7 +2,9 @@
 
 `embedded_cluster` starts the cluster once per session (or reuses one already running under the
 same name, e.g. after `dlcharts cluster up`) and stops it afterwards only if it started it.
-Set DLCHARTS_CLUSTER_NAME to use another cluster name. Missing binaries are an error, not a skip.
+Set DLCHARTS_CLUSTER_NAME to use another cluster name, and DLCHARTS_REAL_NODES for the number of real nodes a new
+one starts with (the real-training session of `make test` runs 2, so that every training chart crosses nodes).
+Missing binaries are an error, not a skip.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from tests.support import CHARTS
 
 @pytest.fixture(scope="session")
 def embedded_cluster() -> Iterator[ClusterHandle]:
-    config = ClusterConfig(name=os.environ.get("DLCHARTS_CLUSTER_NAME", "dlcharts"))
+    real_nodes = int(os.environ.get("DLCHARTS_REAL_NODES", "0")) or None
+    config = ClusterConfig(name=os.environ.get("DLCHARTS_CLUSTER_NAME", "dlcharts"), real_nodes=real_nodes)
     with EmbeddedCluster(config) as handle:
         yield handle
 
@@ -109,7 +112,7 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
                 kube,
                 Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
                 path,
-                run.cpu_values(chart, images.registry),
+                run.cpu_values(chart, images.registry, spread=len(embedded_cluster.real_nodes) > 1),
                 helm_args,
                 timeout=600,
                 write=write,

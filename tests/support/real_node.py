@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +73,16 @@ def _decode_host(hex_host: str, v6: bool) -> str:
     if addr.ipv4_mapped:
         return str(addr.ipv4_mapped)
     return f"[{addr}]"
+
+
+def assert_spread(pods: Iterable[Any], cluster: Any) -> None:
+    """Each role's pods (``run.PodOutcome``s, grouped by their Job) ran on real nodes, on as many different ones as
+    the cluster has (up to their number): with several real nodes, `dlcharts run`'s spread put the ranks of one job
+    on different hosts, so their traffic crossed nodes."""
+    names = [n["name"] for n in cluster.real_nodes]
+    by_job: dict[str, list[str]] = collections.defaultdict(list)
+    for pod in pods:
+        by_job[pod.owner].append(pod.node)
+    for job, nodes in by_job.items():
+        assert set(nodes) <= set(names), f"{job}: pods on {nodes}, not only on the real nodes {names}"
+        assert len(set(nodes)) == min(len(nodes), len(names)), f"{job}: pods on {nodes}, not spread over {names}"

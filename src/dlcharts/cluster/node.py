@@ -224,10 +224,16 @@ class RealNode:
         return [str(d) for d in made] if isinstance(made, list) else []
 
     def _forget(self) -> None:
-        """The last clean-up: unmount anything still mounted under the node's folder (``real-0``, the last node to
-        stop: under the cluster's) and drop the pid files."""
+        """The last clean-up: unmount anything still mounted under the node's folder (``real-0``: under the
+        cluster's, the other nodes' folders aside, which may still run when ``real-0`` alone is restored) and drop
+        the pid files."""
         node = self.layout
-        left = host.unmount(host.below(node.state_dir if node.index == 0 else node.dir))
+        if node.index == 0:
+            others = [f"{node.state_dir / f'node-{i}'}/" for i in NodeLayout.indexes_on_disk(node.state_dir) if i]
+            cluster = host.below(node.state_dir)
+            left = host.unmount(lambda point: cluster(point) and not point.startswith(tuple(others)))
+        else:
+            left = host.unmount(host.below(node.dir))
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.layout.pid_dir)
         if left:

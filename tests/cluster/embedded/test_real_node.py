@@ -208,13 +208,16 @@ def test_real_node_listens_on_loopback_and_its_bridge_only(embedded_cluster: Clu
 # ----- up / status / down through the CLI, and what down leaves behind ---------------------------------------
 
 
-def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict[str, list[str]]:
-    """What a cluster's real node could leave on the host."""
+def _host_traces(state_dir: Path, nodes: list[dict[str, Any]], cgroup: str) -> dict[str, list[str]]:
+    """What a cluster's real nodes could leave on the host (``nodes``: their entries in the cluster's state)."""
     prefix = str(state_dir) + "/"
-    network = subnet.rsplit(".", 1)[0] + "."
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
-    rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
-    ipsets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True, check=True).stdout
+    bridges = [n["bridge"] for n in nodes]
+    networks = [n["subnet"].rsplit(".", 1)[0] + "." for n in nodes]
+
+    def lines(*cmd: str) -> list[str]:
+        return subprocess.run(list(cmd), capture_output=True, text=True, check=True).stdout.splitlines()
+
+    rules = lines("iptables-save")
     procs_left = [
         f"{pid} {' '.join(argv)}"
         for pid in procs.all_pids()
@@ -223,20 +226,27 @@ def _host_traces(state_dir: Path, bridge: str, subnet: str, cgroup: str) -> dict
     return {
         "processes": procs_left,
         "mounts": [m for m in host.mount_points() if m.startswith(prefix)],
-        "links": [ln for ln in links.splitlines() if bridge in ln],
-        "iptables": [r for r in rules.splitlines() if bridge in r or network in r],
+        "links": [ln for ln in lines("ip", "-o", "link", "show") if any(b in ln for b in bridges)],
+        "iptables": [r for r in rules if any(b in r for b in bridges) or any(n in r for n in networks)],
+        # the routes between nodes: policy rules per node veth, and connected routes on them
+        "ip rules": [
+            r for r in lines("ip", "-4", "rule") if any(b in r for b in bridges) or nodes[0]["cluster_range"] in r
+        ],
+        "routes": [r for r in lines("ip", "-4", "route") if any(b in r for b in bridges)],
         # kube-router's chains and sets live in the node's network namespace, never in the host's
-        "host netpol": [r for r in [*rules.splitlines(), *ipsets.splitlines()] if "KUBE-" in r],
-        "cgroups": [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{cgroup}")],
+        "host netpol": [r for r in [*rules, *lines("ipset", "list", "-n")] if "KUBE-" in r],
+        "cgroups": [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{cgroup}*")],
     }
 
 
 def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> None:
+    """Two real nodes, a pod on each (the pods reach each other across the nodes), then down: nothing is left."""
     # its own name, derived from the session's: two sessions (DLCHARTS_CLUSTER_NAME) never share this cluster
     name = f"{os.environ.get('DLCHARTS_CLUSTER_NAME', 'dlcharts')}-down"
     env = {**os.environ}
     cli = [sys.executable, "-m", "dlcharts.cluster"]
-    up = subprocess.run([*cli, "up", "--name", name], capture_output=True, text=True, env=env, timeout=600)
+    up = subprocess.run([*cli, "up", "--name", name, "--real-nodes", "2"], capture_output=True, text=True, env=env,
+                        timeout=600)  # fmt: skip
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         status = subprocess.run([*cli, "status", "--name", name], capture_output=True, text=True, env=env)
@@ -245,26 +255,38 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
         from dlcharts.cluster.config import ClusterConfig
 
         cluster = EmbeddedCluster(ClusterConfig(name=name))
-        state = json.loads((cluster.state_dir / "dlcharts-cluster.json").read_text())["real_node"]
+        nodes = json.loads((cluster.state_dir / "dlcharts-cluster.json").read_text())["real_nodes"]
+        assert [n["name"] for n in nodes] == ["real-0", "real-1"], nodes
+        state = nodes[0]
         reg = node_registry.registry_for(name, cache_dir()).status()
         assert reg.running and reg.address == state["images"]["registry"], reg
         kubeconfig = cluster.kubeconfig
         pids = {**embedded_pids(cluster.state_dir)}
-        # a pod, so that there is a veth, a network namespace and container mounts to clean up
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "idle", "namespace": "default"},
-            "spec": real_pod_spec(state["images"]["busybox"], "sleep 600"),
-        }
-        (tmp_path / "pod.json").write_text(json.dumps(pod))
+        pids.update({f"real-1 {k}": v for k, v in procs.pids(cluster.state_dir / "node-1" / "pids").items()})
+        assert len(pids) >= 5 + 2 * 4, pids  # the control plane's, and each node's four
+        # a pod on each node, so that there are veths, network namespaces and container mounts to clean up; the
+        # one on real-1 reaches the one on real-0 through the routes between the nodes
         handle = ClusterHandle(
             name=name, kubeconfig=kubeconfig, server="", state_dir=cluster.state_dir, reused=True, start_seconds=0
         )
-        assert kubectl(handle, "apply", "-f", str(tmp_path / "pod.json")).returncode == 0
-        assert kubectl(handle, "wait", "--for=condition=Ready", "pod/idle", "--timeout=120s").returncode == 0
-        before = _host_traces(cluster.state_dir, state["bridge"], state["subnet"], f"dlcharts-{name}")
-        assert before["mounts"] and before["processes"] and before["links"], before  # the node's end of the veth
+        serve = "mkdir -p /tmp/w && echo served-by-$(hostname) > /tmp/w/i && exec httpd -f -p 8080 -h /tmp/w"
+        for pod_name, node_name, script in (("idle", "real-0", serve), ("peer", "real-1", "sleep 600")):
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod_name, "namespace": "default"},
+                "spec": real_pod_spec(state["images"]["busybox"], script, nodeName=node_name),
+            }
+            (tmp_path / "pod.json").write_text(json.dumps(pod))
+            assert kubectl(handle, "apply", "-f", str(tmp_path / "pod.json")).returncode == 0
+        for pod_name in ("idle", "peer"):
+            assert kubectl(handle, "wait", "--for=condition=Ready", f"pod/{pod_name}", "--timeout=120s").returncode == 0
+        served = kubectl(handle, "get", "pod", "idle", "-o", "jsonpath={.status.podIP}")
+        fetched = kubectl(handle, "exec", "peer", "--", "wget", "-qO-", "-T", "5", f"http://{served.stdout}:8080/i")
+        assert fetched.stdout.strip() == "served-by-idle", fetched.stdout + fetched.stderr
+        before = _host_traces(cluster.state_dir, nodes, f"dlcharts-{name}")
+        assert before["mounts"] and before["processes"] and len(before["links"]) == 2, before  # each node's veth end
+        assert len(before["ip rules"]) == 4 and len(before["routes"]) == 2, before
         assert before["host netpol"] == [], before
         pods_netns = node.RealNode(cluster.state_dir, name).netns
         assert str(pods_netns) in before["mounts"]
@@ -273,8 +295,9 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
     finally:
         down = subprocess.run([*cli, "down", "--name", name], capture_output=True, text=True, env=env, timeout=300)
     assert down.returncode == 0, down.stdout + down.stderr
-    after = _host_traces(cluster.state_dir, state["bridge"], state["subnet"], f"dlcharts-{name}")
-    assert after == {"processes": [], "mounts": [], "links": [], "iptables": [], "host netpol": [], "cgroups": []}
+    after = _host_traces(cluster.state_dir, nodes, f"dlcharts-{name}")
+    assert after == {"processes": [], "mounts": [], "links": [], "iptables": [], "ip rules": [], "routes": [],
+                     "host netpol": [], "cgroups": []}  # fmt: skip
     assert [p for p in pids.values() if procs.alive(p)] == []
     assert reg.pid is not None and not procs.alive(reg.pid)  # the cluster's registry is stopped with it
     assert not node_registry.registry_for(name, cache_dir()).status().running

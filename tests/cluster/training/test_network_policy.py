@@ -1,20 +1,24 @@
-"""The training charts' NetworkPolicy, enforced for real on the real node (kube-router, dlcharts.cluster.netpol).
+"""The training charts' NetworkPolicy, enforced for real on the real nodes (kube-router, dlcharts.cluster.netpol).
 
 One real job per training chart, through the same path as `dlcharts run` (the chart's own wiring, run as the
 chart's `script`, or for MPI its program value): its ranks all-reduce through the framework's collective (gloo,
-TensorFlow's gRPC collectives, ps-lite, Open MPI) until the test's probes are done. While it runs, four sources
-connect to its training ports (the pods' IPs), each probe a TCP connect with a bound:
+TensorFlow's gRPC collectives, ps-lite, Open MPI) until the test's probes are done. On a cluster with several real
+nodes the job's pods are spread over them. While it runs, these sources connect to its training ports (the pods'
+IPs), each probe a TCP connect with a bound:
 
 - ``same release``: from a pod of the release itself (kubectl exec into it);
-- ``other release``: from a pod of another release of the same chart in the same namespace;
-- ``other namespace``: from a pod in another namespace carrying the release's very labels;
-- ``node``: from the host, the node's address (where the kubelet's probes come from).
+- ``other release``: from a pod of another release of the same chart in the same namespace, one on each real node;
+- ``other namespace``: from a pod in another namespace carrying the release's very labels, one on each real node;
+- ``node``: from the host, with the target's own node address as source (where its kubelet's probes come from);
+- ``other node``: from the host, with another real node's address as source (traffic from another host).
 
-With the chart's policy (the default) the release's own pod and the node connect and the other two are refused; then
+Each row says which node the source and the target are on, so the table shows probes within a node and across
+nodes (where the policy is enforced as the traffic enters the target's node). With the chart's policy (the
+default) the release's own pod and the target's node connect and the others are refused; then
 ``helm upgrade --reuse-values --set networkPolicy.enabled=false`` removes it, and the same outside probes connect
 (so the refusals were the policy's doing, and the test can fail), as does the release's pod again (the ports were
 listening all along). The job completes either way. Before each round the test waits until kube-router's rules
-on the node show the policy applied to (or gone from) every target pod. Each test prints its table and records
+on the nodes show the policy applied to (or gone from) every target pod. Each test prints its table and records
 it in the JUnit report (the test suite's property ``probes <chart>``).
 """
 
@@ -49,13 +53,15 @@ pytestmark = pytest.mark.cluster
 # address there on the pods' bridge), so a denied probe ends here as "timeout" (a port nobody listens on: "refused").
 CONNECT_TIMEOUT = 3.0
 
-# Run by python3 in a source pod (every image here has it): connect to each host:port given, all at once.
+# Run by python3 in a source pod (every image here has it), or on the host: connect to each host:port given, all at
+# once, from the source address argv[2] (empty: the system's choice).
 PROBE = """
 import concurrent.futures, json, socket, sys
 def probe(target):
     host, port = target.rsplit(":", 1)
+    source = (sys.argv[2], 0) if sys.argv[2] else None
     try:
-        socket.create_connection((host, int(port)), timeout=float(sys.argv[1])).close()
+        socket.create_connection((host, int(port)), timeout=float(sys.argv[1]), source_address=source).close()
         return target, "connected"
     except ConnectionRefusedError:
         return target, "refused"
@@ -64,7 +70,7 @@ def probe(target):
     except OSError as exc:
         return target, f"error {exc.errno}"
 with concurrent.futures.ThreadPoolExecutor(16) as pool:
-    print(json.dumps(dict(pool.map(probe, sys.argv[2:]))))
+    print(json.dumps(dict(pool.map(probe, sys.argv[3:]))))
 """.strip()
 
 
@@ -185,11 +191,20 @@ def _role_index(pod: dict[str, Any]) -> tuple[str, int]:
     return labels["app.kubernetes.io/component"], int(labels["batch.kubernetes.io/job-completion-index"])
 
 
-def _probe(
-    cluster: ClusterHandle, namespace: str | None, pod: str, container: str, targets: list[str]
-) -> dict[str, str]:
-    """PROBE run in ``pod`` (a ``namespace`` of None: on the host, from the node's address)."""
-    args = ["python3", "-c", PROBE, str(CONNECT_TIMEOUT), *targets]
+@dataclasses.dataclass(frozen=True)
+class Source:
+    name: str  # the row's source: same release, other release, other namespace, node, other node
+    node: str  # the real node it is on (or whose address it uses)
+    namespace: str | None  # None: on the host
+    pod: str = ""
+    container: str = "main"
+    address: str = ""  # on the host: the source address
+
+
+def _probe(cluster: ClusterHandle, source: Source, targets: list[str]) -> dict[str, str]:
+    """PROBE run from ``source`` (in its pod, or on the host from its address)."""
+    namespace, pod, container = source.namespace, source.pod, source.container
+    args = ["python3", "-c", PROBE, str(CONNECT_TIMEOUT), source.address, *targets]
     if namespace is None:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
     else:
@@ -199,9 +214,9 @@ def _probe(
     return result
 
 
-def _probe_pod(cluster: ClusterHandle, namespace: str, name: str, labels: dict[str, str]) -> dict[str, Any]:
+def _probe_pod(cluster: ClusterHandle, namespace: str, name: str, labels: dict[str, str], node: str) -> dict[str, Any]:
     assert cluster.images is not None
-    spec = real_pod_spec(cluster.images.busybox, "sleep 900")
+    spec = real_pod_spec(cluster.images.busybox, "sleep 900", nodeName=node)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": spec}  # fmt: skip
 
@@ -218,8 +233,9 @@ def test_training_ports_admit_only_the_release(
     release = f"np-{chart.split('-')[0][:5]}"
     own = {"app.kubernetes.io/name": chart, "app.kubernetes.io/instance": release}
     outside = f"np-out-{uuid.uuid4().hex[:6]}"
-    netns = RealNode(embedded_cluster.state_dir, embedded_cluster.name).netns
-    rows: list[tuple[str, str, str, str]] = []  # (policy, source, target, result)
+    node_ips = {n["name"]: n["ip"] for n in embedded_cluster.real_nodes}
+    netns = [RealNode(embedded_cluster.state_dir, embedded_cluster.name, index=i).netns for i in range(len(node_ips))]
+    rows: list[tuple[str, str, str, str, str]] = []  # (policy, source, source node -> target node, target, result)
     done = threading.Event()
     errors: list[BaseException] = []
 
@@ -227,46 +243,57 @@ def test_training_ports_admit_only_the_release(
         embedded_cluster.create_namespace(outside, "restricted")
         with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
             other = {**own, "app.kubernetes.io/instance": f"{release}-other"}
-            for ns, name, labels in ((namespace, "probe-other-release", other), (outside, "probe-same-labels", own)):
-                body = _probe_pod(embedded_cluster, ns, name, labels)
-                resp = kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body=body)
-                assert resp.status == 201, resp.doc
+            for node in node_ips:
+                for ns, name, labels in ((namespace, f"probe-other-release-{node}", other),
+                                         (outside, f"probe-same-labels-{node}", own)):  # fmt: skip
+                    body = _probe_pod(embedded_cluster, ns, name, labels, node)
+                    resp = kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body=body)
+                    assert resp.status == 201, resp.doc
 
     def probe_round(policy: str, namespace: str, kube: Kube) -> None:
-        for path in (f"/api/v1/namespaces/{namespace}/pods/probe-other-release",
-                     f"/api/v1/namespaces/{outside}/pods/probe-same-labels"):  # fmt: skip
-            poll(lambda p=path: kube.get(p)["status"].get("phase") == "Running", 120, f"{path} to run", interval=0.5)
+        for node in node_ips:
+            for path in (f"/api/v1/namespaces/{namespace}/pods/probe-other-release-{node}",
+                         f"/api/v1/namespaces/{outside}/pods/probe-same-labels-{node}"):  # fmt: skip
+                poll(lambda p=path: kube.get(p)["status"].get("phase") == "Running", 120, f"{path} to run",
+                     interval=0.5)  # fmt: skip
         pods = _pods(kube, namespace, release)
-        targets = {
-            p["metadata"]["name"]: f"{p['status']['podIP']}:{job.port}"
+        listening = [
+            p
             for p in pods
             if _role_index(p)[0] == job.role and (job.indexes is None or _role_index(p)[1] in job.indexes)
-        }
-        source = next(p["metadata"]["name"] for p in pods if _role_index(p) == job.source)
+        ]
+        targets = {p["metadata"]["name"]: f"{p['status']['podIP']}:{job.port}" for p in listening}
+        target_node = {f"{p['status']['podIP']}:{job.port}": p["spec"]["nodeName"] for p in listening}
+        own_pod = next(p for p in pods if _role_index(p) == job.source)
         want = {"on": {release}, "off": set()}[policy]
 
         def applied() -> bool:
-            found = netpol.policies_by_pod(netns)
+            found: dict[tuple[str, str], set[str]] = {}
+            for ns in netns:
+                found.update(netpol.policies_by_pod(ns))
             return all((found.get((namespace, pod)) or set()) == want for pod in targets)
 
         poll(applied, 60, f"kube-router to apply {want or 'no policy'} to {sorted(targets)}", interval=0.5)
-        others = [t for name, t in targets.items() if name != source]
-        sources = {
-            "same release": (namespace, source, job.source[0], others),
-            "other release": (namespace, "probe-other-release", "main", list(targets.values())),
-            "other namespace": (outside, "probe-same-labels", "main", list(targets.values())),
-            # the kubelet's probes come from there: node-local traffic is admitted, as on any kube-router node
-            "node": (None, "host", "", list(targets.values())),
-        }
-        with concurrent.futures.ThreadPoolExecutor(4) as pool:
-            results = {
-                name: pool.submit(_probe, embedded_cluster, ns, pod, container, tgts)
-                for name, (ns, pod, container, tgts) in sources.items()
-            }
+        everyone = list(targets.values())
+        others = [t for name, t in targets.items() if name != own_pod["metadata"]["name"]]
+        own = Source("same release", own_pod["spec"]["nodeName"], namespace, own_pod["metadata"]["name"], job.source[0])
+        probes: list[tuple[Source, list[str]]] = [(own, others)]
+        for node, ip in node_ips.items():
+            probes += [
+                (Source("other release", node, namespace, f"probe-other-release-{node}"), everyone),
+                (Source("other namespace", node, outside, f"probe-same-labels-{node}"), everyone),
+                # the kubelet's probes come from there: node-local traffic is admitted, as on any kube-router node
+                (Source("node", node, None, address=ip), [t for t in everyone if target_node[t] == node]),
+                # another host's address: no exception for it
+                (Source("other node", node, None, address=ip), [t for t in everyone if target_node[t] != node]),
+            ]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = [(src, pool.submit(_probe, embedded_cluster, src, tgts)) for src, tgts in probes if tgts]
             names = {t: n for n, t in targets.items()}
-            for name, future in results.items():
+            for src, future in results:
                 for target, outcome in future.result().items():
-                    rows.append((policy, name, f"{names[target]}:{job.port}", outcome))
+                    path = f"{src.node} -> {target_node[target]}"
+                    rows.append((policy, src.name, path, f"{names[target]}:{job.port}", outcome))
 
     def on_line(line: str) -> None:
         if not done.is_set() and TRIGGER.search(line):
@@ -303,15 +330,20 @@ def test_training_ports_admit_only_the_release(
     finally:
         with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
             delete_namespace(kube, outside)
-    table = "\n".join(f"{chart:16} policy {p:3}  {s:15}  {t:24} {o}" for p, s, t, o in sorted(rows))
+    table = "\n".join(f"{chart:16} policy {p:3}  {s:15}  {n:16}  {t:30} {o}" for p, s, n, t, o in sorted(rows))
     print(table)
     record_testsuite_property(f"probes {chart}", table)
     if errors:
         raise errors[0]
     assert result.ok, result.problem
-    outcome = {(p, s): {o for pp, ss, _, o in rows if (pp, ss) == (p, s)} for p, s, _, _ in rows}
+    outcome = {(p, s): {o for pp, ss, _, _, o in rows if (pp, ss) == (p, s)} for p, s, _, _, _ in rows}
     assert outcome[("on", "same release")] == outcome[("on", "node")] == {"connected"}, table
-    assert outcome[("on", "other release")] <= {"refused", "timeout"}, table
-    assert outcome[("on", "other namespace")] <= {"refused", "timeout"}, table
-    for source in ("same release", "other release", "other namespace", "node"):
+    refused = ["other release", "other namespace"] + (["other node"] if len(node_ips) > 1 else [])
+    for source in refused:
+        assert outcome[("on", source)] <= {"refused", "timeout"}, table
+    for source in ("same release", "node", *refused):
         assert outcome[("off", source)] == {"connected"}, table
+    if len(node_ips) > 1:  # the refusals and the admissions both crossed nodes
+        crossed = {(p, s) for p, s, n, _, _ in rows if len(set(n.split(" -> "))) == 2}
+        assert {(p, s) for p in ("on", "off") for s in ("other release", "other namespace", "other node")} <= crossed
+        assert ("on", "same release") in crossed or job.indexes is not None, table

@@ -27,6 +27,7 @@ import pytest
 from dlcharts import run
 from dlcharts.cluster import ClusterHandle
 from dlcharts.install import Kube
+from tests.support.real_node import assert_spread
 
 pytestmark = pytest.mark.cluster
 
@@ -56,10 +57,11 @@ def delete_pod_on_line(
     return on_line, fault
 
 
-def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run) -> None:  # type: ignore[no-untyped-def]
+def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
     result, log = real_run("pytorch-dist", "bert", "--set", "worker=2")
     assert result.ok, result.problem
-    assert [(p.node, p.phase, p.exit_code) for p in result.pods] == [("real-0", "Succeeded", 0)] * 2
+    assert [(p.phase, p.exit_code) for p in result.pods] == [("Succeeded", 0)] * 2
+    assert_spread(result.pods, embedded_cluster)
     assert result.jobs == {"bert-worker": "Complete"}
     assert result.settled_seconds is not None, "a pod of the finished job kept running"
     assert re.search(r"\[bert-worker-0-\w+/worker\] bench_ddp: 2 process\(es\), backend gloo", log)
@@ -70,13 +72,14 @@ def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run) -> None:  # 
     assert checksums["0"] == checksums["1"], f"the ranks' final parameters differ: {checksums}"
 
 
-def test_mxnet_dist_sync_with_scheduler_two_servers_two_workers(real_run) -> None:  # type: ignore[no-untyped-def]
+def test_mxnet_dist_sync_with_scheduler_two_servers_two_workers(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
     result, log = real_run("mxnet-dist", "mx", "--set", "worker=2", "--set", "server=2")
     assert result.ok, result.problem
     assert result.jobs == {"mx-scheduler": "Complete", "mx-server": "Complete", "mx-worker": "Complete"}
-    assert {(p.owner, p.node, p.phase, p.exit_code) for p in result.pods} == {
-        (f"Job/mx-{role}", "real-0", "Succeeded", 0) for role in ("scheduler", "server", "worker")
+    assert {(p.owner, p.phase, p.exit_code) for p in result.pods} == {
+        (f"Job/mx-{role}", "Succeeded", 0) for role in ("scheduler", "server", "worker")
     }
+    assert_spread(result.pods, embedded_cluster)
     assert len(result.pods) == 5
     assert result.settled_seconds is not None, "the scheduler or a server kept running after the workers finished"
     scheduler = "scheduler mx-scheduler-0.mx.{ns}.svc:9091, 2 server(s), 2 worker(s)"
@@ -160,13 +163,15 @@ def pod_times(kubeconfig: object, namespace: str, release: str) -> tuple[float, 
     return max(launcher), max(ends.values())
 
 
-def assert_mpi_job_succeeded(result: run.RunResult, release: str) -> None:
-    """Both Jobs complete, the launcher and the two sshd workers Succeeded on the real node, none left running."""
+def assert_mpi_job_succeeded(result: run.RunResult, release: str, cluster: ClusterHandle) -> None:
+    """Both Jobs complete, the launcher and the two sshd workers Succeeded on the real nodes (the workers on
+    different ones when there are several), none left running."""
     assert result.ok, result.problem
     assert result.jobs == {f"{release}-launcher": "Complete", f"{release}-worker": "Complete"}
-    assert {(p.owner, p.node, p.phase, p.exit_code) for p in result.pods} == {
-        (f"Job/{release}-{role}", "real-0", "Succeeded", 0) for role in ("launcher", "worker")
+    assert {(p.owner, p.phase, p.exit_code) for p in result.pods} == {
+        (f"Job/{release}-{role}", "Succeeded", 0) for role in ("launcher", "worker")
     }
+    assert_spread(result.pods, cluster)
     assert len(result.pods) == 3
     assert result.settled_seconds is not None, "an sshd worker kept running after the launcher finished"
 
@@ -199,7 +204,7 @@ def test_horovod_mpi_horovodrun_trains_the_charts_benchmark_on_two_sshd_workers(
             first_step.append(time.monotonic() - started)
 
     result, log = real_run("horovod-mpi", "hvdrun", "--set", "worker=2", on_line=clock)
-    assert_mpi_job_succeeded(result, "hvdrun")
+    assert_mpi_job_succeeded(result, "hvdrun", embedded_cluster)
     assert re.search(
         r"\[hvdrun-launcher-0-\w+/launcher\] mpi-launcher: running: horovodrun -np 2 --hostfile /etc/mpi/hostfile "
         r"--ssh-port 2222 --ssh-identity-file /home/mpi/.ssh/id_ecdsa python /opt/dl-charts/horovod_bench.py",
@@ -236,7 +241,7 @@ def test_horovod_mpi_launcher_runs_mpi4py_allreduce_on_two_sshd_workers(real_run
         "--set-json",
         'horovod.mpiArgs=["--display-map"]',
     )
-    assert_mpi_job_succeeded(result, "hvd")
+    assert_mpi_job_succeeded(result, "hvd", embedded_cluster)
     assert_mpi_ranks(log, "hvd", "launcher")
     assert re.search(r"hvd-worker-0\.hvd\.[\w-]+\.svc", log.split("mpi-launcher: running:")[1])  # --display-map
     launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "hvd")
@@ -313,7 +318,7 @@ def test_cntk_dist_launcher_runs_mpi4py_allreduce_through_cntk_python_command(re
         "--set-json",
         'cntk.mpirunArgs=["--display-map"]',
     )
-    assert_mpi_job_succeeded(result, "cntk")
+    assert_mpi_job_succeeded(result, "cntk", embedded_cluster)
     assert_mpi_ranks(log, "cntk", "launcher")
     assert "--allow-run-as-root" in log.split("mpi-launcher: running:")[1].splitlines()[0]  # root, as CNTK's images
     launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "cntk")
