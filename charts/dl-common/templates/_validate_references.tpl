@@ -75,11 +75,12 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- if has $n $chartNames -}}
 {{- if hasKey $scratch $n -}}
 {{- $enabled := include "dl-common.values.path" (dict "role" $role "key" (printf "%s.enabled" $n) "context" $ctx) -}}
-{{- $out = append $out (printf "%s[%d].name is %q, the name of the chart's own volume at %s (%s is true); volume names are unique in a pod, so the API server would refuse the pods of @ROLES@. Rename yours (and the volumeMounts that name it), or set %s=false to use your own volume at %s." $volumesPath $i $n (get $scratch $n) $enabled $enabled (get $scratch $n)) -}}
+{{- $off := ternary (printf "roles.%s.%s.enabled" $role $n) $enabled (hasPrefix "roles." $volumesPath) -}}
+{{- $out = append $out (printf "%s[%d].name is %q, the name of the chart's own volume at %s (%s is true); volume names are unique in a pod, so the API server would refuse the pods of @ROLES@. Rename yours (and the volumeMounts that name it), or set %s=false to use your own volume at %s." $volumesPath $i $n (get $scratch $n) $enabled $off (get $scratch $n)) -}}
 {{- else -}}
 {{- $where := "" -}}
 {{- if hasKey $mountedAt $n -}}{{- $where = printf " (mounted at %s)" (get $mountedAt $n) -}}{{- end -}}
-{{- $out = append $out (printf "%s[%d].name is %q, the name of a volume the chart adds to the pods of @ROLES@%s; volume names are unique in a pod, so the API server would refuse them. Rename yours (and the volumeMounts that name it); the chart's own volumes there are %s." $volumesPath $i $n $where (join ", " $chartNames)) -}}
+{{- $out = append $out (printf "%s[%d].name is %q, the name of a volume the chart adds to the pods of @ROLES@%s; volume names are unique in a pod, so the API server would refuse them. Rename yours (and the volumeMounts that name it) to a name the chart does not use." $volumesPath $i $n $where) -}}
 {{- end -}}
 {{- else if hasKey $firstAt $n -}}
 {{- $out = append $out (printf "%s[%d].name and %s[%d].name are both %q; volume names are unique in a pod, so the API server would refuse the pods of @ROLES@. Rename one (and the volumeMounts that name it) or remove it." $volumesPath (int (get $firstAt $n)) $volumesPath $i $n) -}}
@@ -106,7 +107,6 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- $p := toString .mountPath -}}
 {{- if not (hasKey $paths $p) -}}{{- $_ := set $paths $p (dict "chart" (toString .name)) -}}{{- end -}}
 {{- end -}}
-{{- $chartPaths := keys $paths | sortAlpha -}}
 {{- range $i, $m := ($s.volumeMounts | default list) -}}
 {{- $p := toString $m.mountPath -}}
 {{- $seen := get $paths $p -}}
@@ -116,9 +116,10 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- $n := get $seen "chart" -}}
 {{- if and (hasKey $scratch $n) (eq (get $scratch $n) $p) -}}
 {{- $enabled := include "dl-common.values.path" (dict "role" $role "key" (printf "%s.enabled" $n) "context" $ctx) -}}
-{{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q (%s is true); mount paths are unique in a container, so the API server would refuse the pods of @ROLES@. Choose another mountPath, or set %s=false to mount your own volume at %s." $mountsPath $i $p $n $enabled $enabled $p) -}}
+{{- $off := ternary (printf "roles.%s.%s.enabled" $role $n) $enabled (hasPrefix "roles." $mountsPath) -}}
+{{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q (%s is true); mount paths are unique in a container, so the API server would refuse the pods of @ROLES@. Choose another mountPath, or set %s=false to mount your own volume at %s." $mountsPath $i $p $n $enabled $off $p) -}}
 {{- else -}}
-{{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q in the pods of @ROLES@; mount paths are unique in a container, so the API server would refuse them. Choose another mountPath; the chart mounts its volumes at %s." $mountsPath $i $p $n (join ", " $chartPaths)) -}}
+{{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q in the pods of @ROLES@; mount paths are unique in a container, so the API server would refuse them. Choose another mountPath." $mountsPath $i $p $n) -}}
 {{- end -}}
 {{- else -}}
 {{- $out = append $out (printf "%s[%d].mountPath and %s[%d].mountPath are both %q; mount paths are unique in a container, so the API server would refuse the pods of @ROLES@. Mount one of them elsewhere or remove it." $mountsPath (int (get $seen "index")) $mountsPath $i $p) -}}

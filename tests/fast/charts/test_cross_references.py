@@ -1,0 +1,157 @@
+"""Values that name another part of a role's pod (a mount and its volume, a volume and the chart's own volumes, a
+mount path and the chart's mounts, a pod label and the Job controller's) are refused when the chart renders,
+exactly where the API server would refuse the Job: each message names both values and the fix, the render
+leaves nothing half made, and what the charts accept the API server's own rules (offline) accept. The cluster tier
+(tests/cluster/api_parity) draws the same classes (tests.support.values.CROSS_REFERENCES) against a real API
+server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dlcharts import apirules
+from dlcharts.errors import RenderError
+from dlcharts.schemas import validate_objects
+from tests.support import CHARTS
+from tests.support.charts import TRAINING, refusal, without_reference_checks
+from tests.support.values import CROSS_REFERENCES
+
+
+def volume(name: str) -> dict[str, Any]:
+    return {"name": name, "emptyDir": {}}
+
+
+def mount(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "mountPath": path}
+
+
+#: values the API server refuses (class, values, what the message must say: both values and the fix)
+REFUSED = {
+    "mount-of-no-volume": ("volume-mount-name", {"roles": {"worker": {"volumeMounts": [mount("data", "/data")]}}}, [
+        'roles.worker.volumeMounts[0].name is "data", but the pods of role worker have no volume of that name',
+        "defaults.volumes defines none", 'Add a volume named "data" to defaults.volumes, or mount one of: shm, tmp']),
+    "mount-of-a-replaced-volume": ("volume-mount-name", {
+        "defaults": {"volumes": [volume("data")], "volumeMounts": [mount("data", "/data")]},
+        "roles": {"worker": {"volumes": [volume("other")]}}}, [
+        'defaults.volumeMounts[0].name is "data"',
+        "roles.worker.volumes names only other (a list in roles.worker replaces the one in defaults)"]),
+    "volume-named-shm": ("volume-name", {"roles": {"worker": {"volumes": [volume("shm")]}}}, [
+        'roles.worker.volumes[0].name is "shm", the name of the chart\'s own volume at /dev/shm '
+        "(defaults.shm.enabled is true)", "or set roles.worker.shm.enabled=false to use your own volume at /dev/shm"]),
+    "volume-named-scripts": ("volume-name", {"defaults": {"volumes": [volume("scripts")]}}, [
+        'defaults.volumes[0].name is "scripts", the name of a volume the chart adds to the pods of',
+        "(mounted at /opt/dl-charts)", "Rename yours (and the volumeMounts that name it)"]),
+    "volume-named-twice": ("volume-name", {"defaults": {"volumes": [volume("data"), volume("data")]}}, [
+        'defaults.volumes[0].name and defaults.volumes[1].name are both "data"', "Rename one"]),
+    "mount-at-dev-shm": ("mount-path", {
+        "roles": {"worker": {"volumes": [volume("data")], "volumeMounts": [mount("data", "/dev/shm")]}}}, [
+        'roles.worker.volumeMounts[0].mountPath is "/dev/shm", where the chart mounts its own volume "shm" '
+        "(defaults.shm.enabled is true)", "or set roles.worker.shm.enabled=false to mount your own volume at /dev/shm"]),
+    "mount-at-the-scripts": ("mount-path", {
+        "defaults": {"volumes": [volume("data")], "volumeMounts": [mount("data", "/opt/dl-charts")]}}, [
+        'defaults.volumeMounts[0].mountPath is "/opt/dl-charts", where the chart mounts its own volume "scripts"',
+        "Choose another mountPath."]),
+    "mount-path-twice": ("mount-path", {
+        "defaults": {"volumes": [volume("a"), volume("b")], "volumeMounts": [mount("a", "/data"), mount("b", "/data")]}}, [
+        'defaults.volumeMounts[0].mountPath and defaults.volumeMounts[1].mountPath are both "/data"']),
+    "job-name-label": ("job-label", {"roles": {"worker": {"podLabels": {"job-name": "other"}}}}, [
+        'roles.worker.podLabels sets the label job-name to "other"', "to the Job's name, release-worker",
+        "Remove job-name from roles.worker.podLabels"]),
+    "controller-uid-label": ("job-label", {"defaults": {"podLabels": {"batch.kubernetes.io/controller-uid": "x"}}}, [
+        "defaults.podLabels sets the label batch.kubernetes.io/controller-uid, which Kubernetes sets on every pod of a "
+        "Job to that Job's uid", "Remove batch.kubernetes.io/controller-uid from defaults.podLabels"]),
+}  # fmt: skip
+
+#: values that look alike and that the API server takes: the charts must render them
+ACCEPTED = {
+    "own-shm-instead-of-the-charts": {"roles": {"worker": {
+        "shm": {"enabled": False}, "volumes": [volume("shm")], "volumeMounts": [mount("shm", "/dev/shm")]}}},
+    "chart-volume-mounted-again": {"defaults": {"volumeMounts": [mount("scripts", "/srv/code")]}},
+    "paths-that-differ-as-written": {"defaults": {"volumes": [volume("a"), volume("b"), volume("c")], "volumeMounts": [
+        mount("a", "/data"), mount("b", "/data/"), mount("c", "/dev/shm/extra")]}},
+    "job-name-label-of-the-job": {"roles": {"worker": {"podLabels": {
+        "job-name": "release-worker", "batch.kubernetes.io/job-name": "release-worker"}}}},
+    "defaults-volume-mounted-by-a-role": {"defaults": {"volumes": [volume("data")]},
+                                          "roles": {"worker": {"volumeMounts": [mount("data", "/data")]}}},
+}  # fmt: skip
+
+
+def test_the_cases_cover_every_class():
+    assert {klass for klass, _, _ in REFUSED.values()} == set(CROSS_REFERENCES)
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_broken_cross_reference_is_refused_naming_both_values(chart, case, render):
+    _, values, expected = REFUSED[case]
+    stderr = refusal(render, chart, values=values)
+    assert f"{chart} values are invalid" in stderr, stderr
+    for text in expected:
+        assert text in stderr, f"{text!r} not in:\n{stderr}"
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+def test_cross_references_the_api_server_takes_render(chart, case, render):
+    rendered = render(CHARTS / chart, values=ACCEPTED[case])
+    assert rendered.get("Job", "release-worker")
+
+
+def test_one_mistake_in_defaults_is_one_line_naming_every_role(render):
+    values = {"defaults": {"volumeMounts": [mount("data", "/data")]}}
+    stderr = refusal(render, "mxnet-dist", values=values)
+    assert stderr.count('defaults.volumeMounts[0].name is "data"') == 1, stderr
+    assert "the pods of roles scheduler, server, worker have no volume" in stderr, stderr
+
+
+@pytest.mark.parametrize("chart", [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING])
+def test_mpi_volumes_are_the_chart_own_and_the_launcher_has_no_shm(chart, render):
+    stderr = refusal(render, chart, values={"defaults": {"volumes": [volume("mpi-home"), volume("shm")]}})
+    assert 'defaults.volumes[0].name is "mpi-home", the name of a volume the chart adds to the pods of roles ' \
+        "launcher, worker" in stderr, stderr
+    assert 'defaults.volumes[1].name is "shm"' in stderr and "the pods of role worker" in stderr, stderr
+    render(CHARTS / chart, values={"roles": {"launcher": {"volumes": [volume("shm")]}}})  # the launcher has no shm
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_a_refused_cross_reference_renders_nothing(chart, helm, tmp_path):
+    """`helm install` renders every template before it creates anything: a refusal at render leaves no object behind.
+    helm template prints no object at all, not the ones rendered before the Job."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(REFUSED["mount-of-no-volume"][1]))
+    proc = helm.run(["template", "release", str(CHARTS / chart), "-f", str(path)], check=False)
+    assert proc.returncode != 0 and "values are invalid" in proc.stderr, proc.stderr
+    assert proc.stdout.strip() == "", proc.stdout[:500]
+
+
+@pytest.fixture(scope="module")
+def unchecked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("references-off")
+
+
+@pytest.mark.parametrize("kube_version", ["1.35.0", "1.29.0"])
+@pytest.mark.parametrize("chart", TRAINING)
+def test_the_chart_refuses_exactly_what_the_api_server_rules_refuse(chart, kube_version, render, unchecked):
+    """Offline differential: each case rendered with the checks turned off goes to the API server's own create
+    validation (dlcharts.apirules, both minors): it refuses the objects of every case the chart refuses, and takes
+    those of every case the chart renders."""
+    if apirules.rules(kube_version) is None:
+        pytest.fail(f"the validator of Kubernetes {kube_version} is not built (dlcharts tools)")
+    copy = without_reference_checks(CHARTS / chart, unchecked)
+    verdicts = {}
+    for case, values in [*((c, v) for c, (_, v, _) in REFUSED.items()), *ACCEPTED.items()]:
+        try:
+            render(CHARTS / chart, values=values, kube_version=kube_version)
+            ours = "accept"
+        except RenderError:
+            ours = "refuse"
+        objects = list(render(copy, values=values, kube_version=kube_version))
+        findings = validate_objects(objects, kube_version)
+        verdicts[case] = (ours, "refuse" if findings else "accept", [f"{f.path}: {f.message}" for f in findings][:2])
+    disagree = {case: v for case, v in verdicts.items() if v[0] != v[1]}
+    assert not disagree, disagree
+    assert all(verdicts[c][0] == "refuse" for c in REFUSED) and all(verdicts[c][0] == "accept" for c in ACCEPTED)
