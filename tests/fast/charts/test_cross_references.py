@@ -50,13 +50,15 @@ REFUSED = {
     "mount-at-dev-shm": ("mount-path", {
         "roles": {"worker": {"volumes": [volume("data")], "volumeMounts": [mount("data", "/dev/shm")]}}}, [
         'roles.worker.volumeMounts[0].mountPath is "/dev/shm", where the chart mounts its own volume "shm" '
-        "(defaults.shm.enabled is true)", "or set roles.worker.shm.enabled=false to mount your own volume at /dev/shm"]),
+        "(defaults.shm.enabled is true)",
+        "or set roles.worker.shm.enabled=false to mount your own volume at /dev/shm"]),
     "mount-at-the-scripts": ("mount-path", {
         "defaults": {"volumes": [volume("data")], "volumeMounts": [mount("data", "/opt/dl-charts")]}}, [
         'defaults.volumeMounts[0].mountPath is "/opt/dl-charts", where the chart mounts its own volume "scripts"',
         "Choose another mountPath."]),
     "mount-path-twice": ("mount-path", {
-        "defaults": {"volumes": [volume("a"), volume("b")], "volumeMounts": [mount("a", "/data"), mount("b", "/data")]}}, [
+        "defaults": {"volumes": [volume("a"), volume("b")],
+                     "volumeMounts": [mount("a", "/data"), mount("b", "/data")]}}, [
         'defaults.volumeMounts[0].mountPath and defaults.volumeMounts[1].mountPath are both "/data"']),
     "job-name-label": ("job-label", {"roles": {"worker": {"podLabels": {"job-name": "other"}}}}, [
         'roles.worker.podLabels sets the label job-name to "other"', "to the Job's name, release-worker",
@@ -111,8 +113,10 @@ def test_one_mistake_in_defaults_is_one_line_naming_every_role(render):
 @pytest.mark.parametrize("chart", [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING])
 def test_mpi_volumes_are_the_chart_own_and_the_launcher_has_no_shm(chart, render):
     stderr = refusal(render, chart, values={"defaults": {"volumes": [volume("mpi-home"), volume("shm")]}})
-    assert 'defaults.volumes[0].name is "mpi-home", the name of a volume the chart adds to the pods of roles ' \
-        "launcher, worker" in stderr, stderr
+    assert (
+        'defaults.volumes[0].name is "mpi-home", the name of a volume the chart adds to the pods of roles '
+        "launcher, worker" in stderr
+    ), stderr
     assert 'defaults.volumes[1].name is "shm"' in stderr and "the pods of role worker" in stderr, stderr
     render(CHARTS / chart, values={"roles": {"launcher": {"volumes": [volume("shm")]}}})  # the launcher has no shm
 
@@ -155,3 +159,13 @@ def test_the_chart_refuses_exactly_what_the_api_server_rules_refuse(chart, kube_
     disagree = {case: v for case, v in verdicts.items() if v[0] != v[1]}
     assert not disagree, disagree
     assert all(verdicts[c][0] == "refuse" for c in REFUSED) and all(verdicts[c][0] == "accept" for c in ACCEPTED)
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_names_that_look_like_numbers_stay_strings(chart, render):
+    """Found by the cluster tier's values dry-run: a service account, working directory or pull secret named with
+    digits only was written unquoted, so the API server read a number where it takes a string and refused the Job."""
+    values = {"defaults": {"serviceAccountName": "60", "workingDir": "007", "imagePullSecrets": ["12"]}}
+    pod = render(CHARTS / chart, values=values).get("Job", "release-worker").body["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "60" and pod["imagePullSecrets"] == [{"name": "12"}]
+    assert pod["containers"][0]["workingDir"] == "007"
