@@ -1,8 +1,8 @@
 """Hypothesis strategies over chart values: starting from a chart's own defaults, a few leaf values replaced with
 values drawn from that leaf's part of values.schema.json, sometimes with a value of the wrong type, sometimes an
 unknown key added where the schema closes an object, and for a training chart sometimes values that name other
-parts of a pod (CROSS_REFERENCES: mounts, volumes, mount paths, the Job controller's labels). The property tier, the
-identity tier and the API parity test draw from them."""
+parts of a pod or its Job (CROSS_REFERENCES: mounts, volumes, mount paths, the Job controller's labels, the Job's
+policies, spread constraints). The property tier, the identity tier and the API parity test draw from them."""
 
 from __future__ import annotations
 
@@ -159,6 +159,46 @@ def _job_labels(draw, chart: Path) -> dict[str, Any]:
     return values
 
 
+@st.composite
+def _job_policies(draw, chart: Path) -> dict[str, Any]:
+    """job.podFailurePolicy rules naming a container (the roles', the init containers', another) or FailIndex with
+    or without backoffLimitPerIndex, and job.successPolicy rules with indexes and counts around the pod counts."""
+    values: dict[str, Any] = {}
+    where = draw(_where(chart))
+    if draw(st.booleans()):
+        codes: dict[str, Any] = {"operator": "In", "values": [42]}
+        name = draw(st.sampled_from([*chart_roles(chart), "peer-wait", "mpi-setup", "trainer", None]))
+        if name is not None:
+            codes["containerName"] = name
+        action = draw(st.sampled_from(["FailJob", "Ignore", "Count", "FailIndex"]))
+        set_path(values, (*where, "job", "podFailurePolicy"), {"rules": [{"action": action, "onExitCodes": codes}]})
+        if draw(st.booleans()):
+            set_path(values, (*draw(_where(chart)), "job", "backoffLimitPerIndex"), draw(st.sampled_from([None, 1])))
+            set_path(values, ("defaults", "job", "maxFailedIndexes"), None)
+    else:
+        rule: dict[str, Any] = {}
+        indexes = draw(st.sampled_from([None, "0", "1", "0-1", "0,2", "0-3", "5"]))
+        if indexes is not None:
+            rule["succeededIndexes"] = indexes
+        if indexes is None or draw(st.booleans()):
+            rule["succeededCount"] = draw(st.integers(1, 3))
+        set_path(values, (*where, "job", "successPolicy"), {"rules": [rule]})
+    return values
+
+
+@st.composite
+def _topology_spread(draw, chart: Path) -> dict[str, Any]:
+    pairs = st.tuples(st.sampled_from(["kubernetes.io/hostname", "topology.kubernetes.io/zone"]),
+                      st.sampled_from(["DoNotSchedule", "ScheduleAnyway"]))  # fmt: skip
+    constraints = [
+        {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": when}
+        for key, when in draw(st.lists(pairs, min_size=1, max_size=3))
+    ]
+    values: dict[str, Any] = {}
+    set_path(values, (*draw(_where(chart)), "topologySpreadConstraints"), constraints)
+    return values
+
+
 #: the classes of cross-references, each a strategy of values (over a training chart's defaults) that name other
 #: parts of a pod: sometimes a name or path that is there or free (the API server takes it), sometimes one that is
 #: not there or already taken, by the chart's own volumes included (the API server refuses it, so must the chart)
@@ -167,6 +207,8 @@ CROSS_REFERENCES: dict[str, Any] = {
     "volume-name": _volume_names,  # a volume named like the chart's own (shm, scripts, mpi-home, ...) or another
     "mount-path": _mount_paths,  # a mountPath where the chart (/dev/shm, /opt/dl-charts, ...) or another mount is
     "job-label": _job_labels,  # a pod label the Job controller sets (job-name, controller-uid)
+    "job-policy": _job_policies,  # failure/success policies: container names, FailIndex, indexes and counts
+    "topology-spread": _topology_spread,  # two spread constraints of one topologyKey and whenUnsatisfiable
 }
 
 

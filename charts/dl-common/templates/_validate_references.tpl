@@ -13,7 +13,15 @@ volumes and mounts of this render are known):
   written: the API server takes /data and /data/ as two paths);
 - podLabels that Kubernetes sets on every pod of a Job itself: controller-uid and
   batch.kubernetes.io/controller-uid (the Job's uid: always refused), job-name and
-  batch.kubernetes.io/job-name unless set to the Job's own name.
+  batch.kubernetes.io/job-name unless set to the Job's own name;
+- job.podFailurePolicy (rendered from Kubernetes 1.31): a rule's onExitCodes.containerName that is no
+  container of the pod (the main one is named after the role; peer-wait, mpi-setup, ...), the action
+  FailIndex without backoffLimitPerIndex in the Job (null, or a target before 1.33, where the chart writes
+  backoffLimit instead);
+- job.successPolicy (rendered from 1.33): succeededIndexes at or above the role's pod count, a
+  succeededCount above the pod count or above the number of succeededIndexes (indexes that do not parse
+  are left to the API server's message);
+- two topologySpreadConstraints with the same topologyKey and whenUnsatisfiable.
 Each message names both values (the value path and index of the user's entry, and the other entry or the
 chart's own volume), the names or paths in use and the fix. A mistake in defaults.* that several roles
 inherit is reported once, naming the roles. The chart's own init containers and sidecars mount only the
@@ -139,6 +147,93 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- $out = append $out (printf "%s sets the label %s, which Kubernetes sets on every pod of a Job to that Job's uid; it refuses the Job of @ROLES@ with any value given in the pod template. Remove %s from %s." $at $key $key $at) -}}
 {{- else if ne $value $jobName -}}
 {{- $out = append $out (printf "%s sets the label %s to %q, but Kubernetes sets it on every pod of a Job to the Job's name, %s, and refuses the Job with another value. Remove %s from %s (the pods carry it already)." $at $key $value $jobName $key $at) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* the Job's failure and success policies: the containers they name, the indexes and counts of the role */ -}}
+{{- $policy := $s.job | default dict -}}
+{{- $count := int ($job.count | default 1) -}}
+{{- $ge131 := include "dl-common.values.atLeast" (dict "version" "1.31" "context" $ctx) -}}
+{{- $ge133 := include "dl-common.values.atLeast" (dict "version" "1.33" "context" $ctx) -}}
+{{- if and $ge131 $policy.podFailurePolicy -}}
+{{- $pfpPath := include "dl-common.values.path" (dict "role" $role "key" "job.podFailurePolicy" "context" $ctx) -}}
+{{- $inits := list -}}
+{{- range concat (include "dl-common.peers.waitContainer" (dict "roles" ($job.waitFor | default dict) "settings" $s "context" $ctx) | fromYamlArray) ($job.initContainers | default list) -}}
+{{- $inits = append $inits (toString .name) -}}
+{{- end -}}
+{{- $containers := list $role -}}
+{{- range ($job.sidecars | default list) -}}{{- $containers = append $containers (toString .name) -}}{{- end -}}
+{{- $perIndex := and $ge133 (not (kindIs "invalid" $policy.backoffLimitPerIndex)) -}}
+{{- range $i, $rule := ($policy.podFailurePolicy.rules | default list) -}}
+{{- if kindIs "map" $rule -}}
+{{- $codes := $rule.onExitCodes | default dict -}}
+{{- if and (kindIs "map" $codes) (not (kindIs "invalid" $codes.containerName)) -}}
+{{- $name := toString $codes.containerName -}}
+{{- if not (or (has $name $containers) (has $name $inits)) -}}
+{{- $others := ternary (printf "its init containers are %s" (join ", " $inits)) "it has no init container" (gt (len $inits) 0) -}}
+{{- $out = append $out (printf "%s.rules[%d].onExitCodes.containerName is %q, which names no container of the pods of @ROLES@: a pod's main container is named after its role, and %s. Kubernetes refuses a Job whose rule names another container. Name one of these, leave containerName out (the rule then looks at every container), or set the rule per role in roles.<role>.job.podFailurePolicy." $pfpPath $i $name $others) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq (toString $rule.action) "FailIndex") (not $perIndex) -}}
+{{- if $ge133 -}}
+{{- $out = append $out (printf "%s.rules[%d].action is FailIndex, which Kubernetes takes only with backoffLimitPerIndex, but %s is null for @ROLES@. Set %s (e.g. 3), or use the action FailJob or Ignore." $pfpPath $i (include "dl-common.values.path" (dict "role" $role "key" "job.backoffLimitPerIndex" "context" $ctx)) (include "dl-common.values.path" (dict "role" $role "key" "job.backoffLimitPerIndex" "context" $ctx))) -}}
+{{- else -}}
+{{- $out = append $out (printf "%s.rules[%d].action is FailIndex, which Kubernetes takes only with backoffLimitPerIndex, and the target Kubernetes %s has none (before 1.33 the chart writes backoffLimit instead), so it would refuse the Jobs of @ROLES@. Use the action FailJob or Ignore, or render for Kubernetes 1.33 or later (--kube-version)." $pfpPath $i $ctx.Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and $ge133 $policy.successPolicy -}}
+{{- $spPath := include "dl-common.values.path" (dict "role" $role "key" "job.successPolicy" "context" $ctx) -}}
+{{- $pods := ternary "1 pod (index 0)" (printf "%d pods (indexes 0-%d)" $count (sub $count 1)) (eq $count 1) -}}
+{{- range $i, $rule := ($policy.successPolicy.rules | default list) -}}
+{{- if kindIs "map" $rule -}}
+{{- $indexes := -1 -}}
+{{- if not (kindIs "invalid" $rule.succeededIndexes) -}}
+{{- $text := toString $rule.succeededIndexes -}}
+{{- if regexMatch `^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$` $text -}}
+{{- $last := -1 -}}
+{{- $total := 0 -}}
+{{- $ordered := true -}}
+{{- range splitList "," $text -}}
+{{- $ends := splitList "-" . -}}
+{{- $from := atoi (first $ends) -}}
+{{- $to := atoi (last $ends) -}}
+{{- if or (le $from $last) (lt $to $from) -}}{{- $ordered = false -}}{{- end -}}
+{{- $total = add $total (add1 (sub $to $from)) -}}
+{{- $last = $to -}}
+{{- end -}}
+{{- if $ordered -}}
+{{- $indexes = $total -}}
+{{- if ge $last $count -}}
+{{- $out = append $out (printf "%s.rules[%d].succeededIndexes is %q, but the Job of role %s runs %s; Kubernetes refuses an index at or above the Job's completions. Name indexes below %d (a rule for one role goes in roles.<role>.job.successPolicy)." $spPath $i $text $role $pods $count) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $rule.succeededCount) -}}
+{{- $n := int64 $rule.succeededCount -}}
+{{- if gt $n (int64 $count) -}}
+{{- $out = append $out (printf "%s.rules[%d].succeededCount is %d, but the Job of role %s runs %s; Kubernetes refuses a count above the Job's completions. Lower succeededCount to at most %d (a rule for one role goes in roles.<role>.job.successPolicy)." $spPath $i $n $role $pods $count) -}}
+{{- else if and (ge $indexes 0) (gt $n (int64 $indexes)) -}}
+{{- $out = append $out (printf "%s.rules[%d].succeededCount is %d, but its succeededIndexes %q name %d indexes; Kubernetes refuses a count above them (@ROLES@). Lower succeededCount or name more indexes." $spPath $i $n (toString $rule.succeededIndexes) $indexes) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* topology spread constraints: one per topologyKey and whenUnsatisfiable */ -}}
+{{- $pairs := dict -}}
+{{- $tscPath := include "dl-common.values.path" (dict "role" $role "key" "topologySpreadConstraints" "context" $ctx) -}}
+{{- range $i, $c := ($s.topologySpreadConstraints | default list) -}}
+{{- if kindIs "map" $c -}}
+{{- $pair := printf "%s\n%s" (toString $c.topologyKey) (toString $c.whenUnsatisfiable) -}}
+{{- if hasKey $pairs $pair -}}
+{{- $out = append $out (printf "%s[%d] and %s[%d] both spread over topologyKey %q with whenUnsatisfiable %s; Kubernetes refuses two constraints of one pair (the pods of @ROLES@). Keep one (raise or lower its maxSkew), or change the other's topologyKey or whenUnsatisfiable." $tscPath (int (get $pairs $pair)) $tscPath $i (toString $c.topologyKey) (toString $c.whenUnsatisfiable)) -}}
+{{- else -}}
+{{- $_ := set $pairs $pair $i -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

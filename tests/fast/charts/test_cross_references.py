@@ -66,7 +66,33 @@ REFUSED = {
     "controller-uid-label": ("job-label", {"defaults": {"podLabels": {"batch.kubernetes.io/controller-uid": "x"}}}, [
         "defaults.podLabels sets the label batch.kubernetes.io/controller-uid, which Kubernetes sets on every pod of a "
         "Job to that Job's uid", "Remove batch.kubernetes.io/controller-uid from defaults.podLabels"]),
+    "failure-policy-container": ("job-policy", {"defaults": {"job": {"podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [42]}}]}}}}, [
+        'defaults.job.podFailurePolicy.rules[0].onExitCodes.containerName is "trainer", which names no container of '
+        "the pods of", "a pod's main container is named after its role", "leave containerName out"]),
+    "fail-index-without-per-index": ("job-policy", {"defaults": {"job": {
+        "backoffLimitPerIndex": None, "maxFailedIndexes": None, "podFailurePolicy": {"rules": [
+            {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}]}}}}, [
+        "defaults.job.podFailurePolicy.rules[0].action is FailIndex, which Kubernetes takes only with "
+        "backoffLimitPerIndex, but defaults.job.backoffLimitPerIndex is null",
+        "Set defaults.job.backoffLimitPerIndex"]),
+    "success-index-past-the-pods": ("job-policy", {"roles": {"worker": {"job": {"successPolicy": {"rules": [
+        {"succeededIndexes": "0-2"}]}}}}}, [
+        'roles.worker.job.successPolicy.rules[0].succeededIndexes is "0-2", but the Job of role worker runs 2 pods '
+        "(indexes 0-1)", "Name indexes below 2"]),
+    "success-count-past-the-pods": ("job-policy", {"roles": {"worker": {"job": {"successPolicy": {"rules": [
+        {"succeededCount": 3}]}}}}}, [
+        "roles.worker.job.successPolicy.rules[0].succeededCount is 3, but the Job of role worker runs 2 pods",
+        "Lower succeededCount to at most 2"]),
+    "spread-pair-twice": ("topology-spread", {"defaults": {"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"},
+        {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}]}}, [
+        "defaults.topologySpreadConstraints[0] and defaults.topologySpreadConstraints[1] both spread over "
+        'topologyKey "kubernetes.io/hostname" with whenUnsatisfiable DoNotSchedule', "Keep one"]),
 }  # fmt: skip
+#: the Kubernetes minor from which the chart renders the field a case is about (before it, the case renders)
+SINCE = {"failure-policy-container": (1, 31), "fail-index-without-per-index": (1, 31),
+         "success-index-past-the-pods": (1, 33), "success-count-past-the-pods": (1, 33)}  # fmt: skip
 
 #: values that look alike and that the API server takes: the charts must render them
 ACCEPTED = {
@@ -79,6 +105,13 @@ ACCEPTED = {
         "job-name": "release-worker", "batch.kubernetes.io/job-name": "release-worker"}}}},
     "defaults-volume-mounted-by-a-role": {"defaults": {"volumes": [volume("data")]},
                                           "roles": {"worker": {"volumeMounts": [mount("data", "/data")]}}},
+    "failure-policy-naming-the-role": {"roles": {"worker": {"job": {"podFailurePolicy": {"rules": [
+        {"action": "FailIndex", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [42]}}]}}}}},
+    "success-policy-within-the-pods": {"roles": {"worker": {"job": {"successPolicy": {"rules": [
+        {"succeededIndexes": "1", "succeededCount": 1}, {"succeededCount": 2}]}}}}},
+    "spread-two-pairs": {"defaults": {"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"},
+        {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}]}},
 }  # fmt: skip
 
 
@@ -158,7 +191,9 @@ def test_the_chart_refuses_exactly_what_the_api_server_rules_refuse(chart, kube_
         verdicts[case] = (ours, "refuse" if findings else "accept", [f"{f.path}: {f.message}" for f in findings][:2])
     disagree = {case: v for case, v in verdicts.items() if v[0] != v[1]}
     assert not disagree, disagree
-    assert all(verdicts[c][0] == "refuse" for c in REFUSED) and all(verdicts[c][0] == "accept" for c in ACCEPTED)
+    minor = tuple(int(part) for part in kube_version.split(".")[:2])
+    refused = {c for c in REFUSED if minor >= SINCE.get(c, (0, 0))}
+    assert {c for c, v in verdicts.items() if v[0] == "refuse"} == refused, verdicts
 
 
 @pytest.mark.parametrize("chart", TRAINING)
@@ -169,3 +204,30 @@ def test_names_that_look_like_numbers_stay_strings(chart, render):
     pod = render(CHARTS / chart, values=values).get("Job", "release-worker").body["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "60" and pod["imagePullSecrets"] == [{"name": "12"}]
     assert pod["containers"][0]["workingDir"] == "007"
+
+
+def test_a_failure_policy_may_name_the_init_containers_a_role_has(render):
+    rule = {"action": "FailJob", "onExitCodes": {"containerName": "peer-wait", "operator": "In", "values": [42]}}
+    values = {"roles": {"worker": {"job": {"podFailurePolicy": {"rules": [rule]}}}}}
+    render(CHARTS / "tensorflow-dist", values=values)  # its workers wait for their peers in peer-wait
+    stderr = refusal(render, "horovod-mpi", values=values)  # MPI workers have only mpi-setup
+    assert 'containerName is "peer-wait", which names no container of the pods of role worker' in stderr, stderr
+    assert "its init containers are mpi-setup" in stderr, stderr
+
+
+@pytest.mark.parametrize("case", sorted(SINCE))
+def test_policy_checks_follow_the_kubernetes_version_the_chart_renders_for(case, render):
+    """job.podFailurePolicy is rendered from 1.31, job.successPolicy and backoffLimitPerIndex from 1.33: a rule the
+    target version never receives is no reason to refuse."""
+    major, minor = SINCE[case]
+    values = REFUSED[case][1]
+    render(CHARTS / "pytorch-dist", values=values, kube_version=f"{major}.{minor - 1}.0")
+    refusal(render, "pytorch-dist", values=values, kube_version=f"{major}.{minor}.0")
+
+
+def test_fail_index_before_1_33_is_refused_whatever_backoff_limit_per_index_says(render):
+    rule = {"action": "FailIndex", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [42]}}
+    values = {"defaults": {"job": {"backoffLimitPerIndex": 2, "podFailurePolicy": {"rules": [rule]}}}}
+    render(CHARTS / "pytorch-dist", values=values, kube_version="1.33.0")
+    stderr = refusal(render, "pytorch-dist", values=values, kube_version="1.32.0")
+    assert "the target Kubernetes v1.32.0 has none (before 1.33 the chart writes backoffLimit instead)" in stderr
