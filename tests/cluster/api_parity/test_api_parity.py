@@ -533,6 +533,31 @@ def test_updates_get_the_same_verdict_offline_and_from_the_api_server(parity, re
     assert not disagreements, json.dumps(disagreements, indent=1)
 
 
+#: the cluster-scoped classes a Pod names that admission looks up when the Pod is created (the RuntimeClass and
+#: Priority admission plugins refuse a Pod naming one the cluster lacks): the cluster's state, which no render can
+#: know. The values dry-run creates each one a drawn value names, so that its verdict is about the values.
+NAMED_CLASSES = {"runtimeClassName": ("node.k8s.io/v1", "RuntimeClass", {"handler": "runc"}),
+                 "priorityClassName": ("scheduling.k8s.io/v1", "PriorityClass", {"value": 1000})}  # fmt: skip
+
+
+def ensure_named_classes(kube: Kube, objects: Any, made: set[tuple[str, str]]) -> None:
+    """Create the RuntimeClasses and PriorityClasses that the Pods among ``objects`` name and the cluster lacks
+    (labelled app.kubernetes.io/managed-by=dlcharts-tests; a name the API server refuses, such as system-*, stays
+    missing). ``made`` remembers the names already seen."""
+    for obj in objects:
+        spec = pod_spec(obj.body) if obj.kind == "Pod" else None
+        for field, (api_version, kind, extra) in NAMED_CLASSES.items():
+            name = (spec or {}).get(field)
+            if not isinstance(name, str) or not name or (kind, name) in made:
+                continue
+            made.add((kind, name))
+            res = kube.resource_for(api_version, kind)
+            if kube.get_or_none(res.path(None, name)) is None:
+                labels = {"app.kubernetes.io/managed-by": "dlcharts-tests"}
+                body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "labels": labels}, **extra}
+                kube.request("POST", res.path(None), body=body)
+
+
 def test_values_the_charts_accept_render_objects_the_api_server_accepts(
     parity, render, record_testsuite_property, tmp_path_factory
 ):
@@ -540,7 +565,8 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(
     objects the API server creates. A value the API server would refuse must fail at render time instead.
 
     The draws that carry a class of cross-references (tests.support.values.CROSS_REFERENCES: a mount and its volume,
-    volume names, mount paths, the Job controller's pod labels) are judged both ways: rendered, the API server must
+    volume names, mount paths, the Job controller's pod labels, the Job's failure and success policies against its
+    containers and pod count, spread constraints) are judged both ways: rendered, the API server must
     create every object (else a false accept); refused at render, the same values rendered with the cross-reference
     checks off (tests.support.charts.without_reference_checks) must give an object the API server refuses (else a
     false reject). Refusals for other reasons too (the copy does not render either) are no verdict on the class."""
@@ -552,7 +578,10 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(
     unchecked = tmp_path_factory.mktemp("references-off")
     charts = [c for c in discover_charts(CHARTS) if (c / "values.schema.json").is_file()]
 
+    made: set[tuple[str, str]] = set()
+
     def refusals(objects: Any) -> list[str]:
+        ensure_named_classes(server.kube, objects, made)
         out = []
         for obj in (o for o in objects if creatable(server.kube, o)):
             status, message = server.verdict(obj.body)
@@ -614,7 +643,8 @@ def test_the_classes_cover_what_the_issue_names():
                               "probe", "volume-mount"}  # fmt: skip
     assert all(re.fullmatch(r"[a-z-]+", name) for name in MUTATIONS)
     # values that refer to each other (issue 32): the values test draws these classes of cross-references
-    assert set(CROSS_REFERENCES) >= {"volume-mount-name", "volume-name", "mount-path", "job-label"}
+    assert set(CROSS_REFERENCES) >= {"volume-mount-name", "volume-name", "mount-path", "job-label", "job-policy",
+                                     "topology-spread"}  # fmt: skip
 
 
 # --- custom resources: a CRD's own rules (x-kubernetes-validations, list-type map and set) ---------------------------
