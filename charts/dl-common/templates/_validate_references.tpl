@@ -68,6 +68,10 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- end -}}
 {{- /* the chart's scratch volumes, which a value turns off (then the user may bring their own) */ -}}
 {{- $scratch := dict "shm" "/dev/shm" "tmp" "/tmp" -}}
+{{- $fixedNames := list -}}
+{{- range $chartNames -}}{{- if not (hasKey $scratch .) -}}{{- $fixedNames = append $fixedNames . -}}{{- end -}}{{- end -}}
+{{- $fixedPaths := list -}}
+{{- range $chartMounts -}}{{- if not (hasKey $scratch (toString .name)) -}}{{- $fixedPaths = append $fixedPaths (toString .mountPath) -}}{{- end -}}{{- end -}}
 {{- $volumesPath := include "dl-common.values.path" (dict "role" $role "key" "volumes" "context" $ctx) -}}
 {{- $mountsPath := include "dl-common.values.path" (dict "role" $role "key" "volumeMounts" "context" $ctx) -}}
 {{- $replaced := "" -}}
@@ -88,7 +92,7 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- else -}}
 {{- $where := "" -}}
 {{- if hasKey $mountedAt $n -}}{{- $where = printf " (mounted at %s)" (get $mountedAt $n) -}}{{- end -}}
-{{- $out = append $out (printf "%s[%d].name is %q, the name of a volume the chart adds to the pods of @ROLES@%s; volume names are unique in a pod, so the API server would refuse them. Rename yours (and the volumeMounts that name it) to a name the chart does not use." $volumesPath $i $n $where) -}}
+{{- $out = append $out (printf "%s[%d].name is %q, the name of a volume the chart adds to the pods of @ROLES@%s; volume names are unique in a pod, so the API server would refuse them. Rename yours (and the volumeMounts that name it); the chart's own volume names besides shm and tmp are %s." $volumesPath $i $n $where (join ", " $fixedNames)) -}}
 {{- end -}}
 {{- else if hasKey $firstAt $n -}}
 {{- $out = append $out (printf "%s[%d].name and %s[%d].name are both %q; volume names are unique in a pod, so the API server would refuse the pods of @ROLES@. Rename one (and the volumeMounts that name it) or remove it." $volumesPath (int (get $firstAt $n)) $volumesPath $i $n) -}}
@@ -127,7 +131,7 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- $off := ternary (printf "roles.%s.%s.enabled" $role $n) $enabled (hasPrefix "roles." $mountsPath) -}}
 {{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q (%s is true); mount paths are unique in a container, so the API server would refuse the pods of @ROLES@. Choose another mountPath, or set %s=false to mount your own volume at %s." $mountsPath $i $p $n $enabled $off $p) -}}
 {{- else -}}
-{{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q in the pods of @ROLES@; mount paths are unique in a container, so the API server would refuse them. Choose another mountPath." $mountsPath $i $p $n) -}}
+{{- $out = append $out (printf "%s[%d].mountPath is %q, where the chart mounts its own volume %q in the pods of @ROLES@; mount paths are unique in a container, so the API server would refuse them. Choose another mountPath; the chart's own mount paths besides /dev/shm and /tmp are %s." $mountsPath $i $p $n (join ", " (uniq $fixedPaths))) -}}
 {{- end -}}
 {{- else -}}
 {{- $out = append $out (printf "%s[%d].mountPath and %s[%d].mountPath are both %q; mount paths are unique in a container, so the API server would refuse the pods of @ROLES@. Mount one of them elsewhere or remove it." $mountsPath (int (get $seen "index")) $mountsPath $i $p) -}}
