@@ -55,7 +55,7 @@ REFUSED = {
     "mount-at-the-scripts": ("mount-path", {
         "defaults": {"volumes": [volume("data")], "volumeMounts": [mount("data", "/opt/dl-charts")]}}, [
         'defaults.volumeMounts[0].mountPath is "/opt/dl-charts", where the chart mounts its own volume "scripts"',
-        "Choose another mountPath."]),
+        "Choose another mountPath; the chart's own mount paths besides /dev/shm and /tmp are"]),
     "mount-path-twice": ("mount-path", {
         "defaults": {"volumes": [volume("a"), volume("b")],
                      "volumeMounts": [mount("a", "/data"), mount("b", "/data")]}}, [
