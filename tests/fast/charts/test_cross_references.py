@@ -231,3 +231,12 @@ def test_fail_index_before_1_33_is_refused_whatever_backoff_limit_per_index_says
     render(CHARTS / "pytorch-dist", values=values, kube_version="1.33.0")
     stderr = refusal(render, "pytorch-dist", values=values, kube_version="1.32.0")
     assert "the target Kubernetes v1.32.0 has none (before 1.33 the chart writes backoffLimit instead)" in stderr
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_a_gpu_count_past_what_kubernetes_counts_is_refused(chart, render):
+    """Found by the property tier once it drew new values: a count above 9223372036854775 rendered, and the API server
+    refused the Job (a quantity is kept in thousandths within 64 bits)."""
+    stderr = refusal(render, chart, values={"defaults": {"gpu": {"count": 9223372036854776}}})
+    assert "defaults.gpu.count is 9223372036854776, more than Kubernetes can count" in stderr, stderr
+    render(CHARTS / chart, values={"defaults": {"gpu": {"count": 2**53}}})  # large, and still a quantity
