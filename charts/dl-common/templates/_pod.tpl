@@ -44,7 +44,7 @@ when both are empty.
 {{- end -}}
 {{- end -}}
 {{- range $names | uniq }}
-- name: {{ . }}
+- name: {{ . | quote }}
 {{- end -}}
 {{- end -}}
 
@@ -163,7 +163,7 @@ mounts, the chart's "volumeMounts" and settings.volumeMounts.
   {{- . | nindent 2 }}
   {{- end }}
   {{- with $s.workingDir }}
-  workingDir: {{ . }}
+  workingDir: {{ . | quote }}
   {{- end }}
   env:
     {{- include "dl-common.pod.env" . | nindent 4 }}
@@ -222,7 +222,7 @@ spec:
   enableServiceLinks: false
   automountServiceAccountToken: {{ $s.automountServiceAccountToken | default false }}
   {{- with $s.serviceAccountName }}
-  serviceAccountName: {{ . }}
+  serviceAccountName: {{ . | quote }}
   {{- end }}
   {{- if not (kindIs "invalid" $s.terminationGracePeriodSeconds) }}
   terminationGracePeriodSeconds: {{ $s.terminationGracePeriodSeconds | int }}

@@ -130,8 +130,8 @@ dl-common.validate.release).
 {{/*
 dl-common.validate.role: the errors in one role's merged "settings" (dl-common.values.role), each naming
 the values path it comes from (roles.<role>.x or defaults.x) and the fix: the image (dl-common.validate.image:
-empty or "latest", a repository carrying a tag or digest); a GPU count that is not set or not a whole
-number; the GPU resource also written into resources.requests/limits; /dev/shm and /tmp sizes
+empty or "latest", a repository carrying a tag or digest); a GPU count that is not set, not a whole
+number or above 9223372036854775 (the most a Kubernetes quantity holds in thousandths); the GPU resource also written into resources.requests/limits; /dev/shm and /tmp sizes
 (dl-common.validate.scratch); an env name set twice in the final container env (the chart's "env" and
 "watch" as given to dl-common.job.indexed, plus settings.env) or set in settings.env although the
 "entrypoint" wrapper exports it (its "sets"); a schedulerName that contradicts the gang
@@ -155,6 +155,7 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $resName := $gpu.resource | default "nvidia.com/gpu" -}}
 {{- $countPath := include "dl-common.values.path" (dict "role" $role "key" "gpu.count" "context" $ctx) -}}
 {{- if (ne $count (float64 (int64 $count))) -}}{{- $errors = append $errors (printf "%s is %v, not a whole number. %s is counted in whole devices (Kubernetes extended resources take whole numbers). Use a whole count; to give a pod part of a GPU, set %s to a sharing resource the cluster offers, such as nvidia.com/gpu.shared (time-slicing/MPS) or HAMi's nvidia.com/gpumem, with a whole count." $countPath $gpu.count $resName (include "dl-common.values.path" (dict "role" $role "key" "gpu.resource" "context" $ctx))) -}}{{- end -}}
+{{- if or (ge $count 9223372036854775808.0) (gt (int64 $count) 9223372036854775) -}}{{- $errors = append $errors (printf "%s is %.0f, more than Kubernetes can count: it keeps a quantity in thousandths within 64 bits, so an extended resource such as %s takes at most 9223372036854775. Set the GPUs (or the amount) per pod, e.g. --set %s=8." $countPath $count $resName $countPath) -}}{{- end -}}
 {{- range $kind := list "requests" "limits" -}}
 {{- $block := index ($s.resources | default dict) $kind | default dict -}}
 {{- if (hasKey $block $resName) -}}{{- $errors = append $errors (printf "%s sets %s; GPUs are requested with gpu.count and gpu.resource only (rendered into limits). Remove it from resources and set %s." (include "dl-common.values.path" (dict "role" $role "key" (printf "resources.%s" $kind) "context" $ctx)) $resName $countPath) -}}{{- end -}}

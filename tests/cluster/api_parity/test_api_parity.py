@@ -44,8 +44,9 @@ from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import schema_findings, use_crd_schemas, validate_object
 from dlcharts.suite import all_scenarios, discover_charts
 from tests.support import CHARTS
+from tests.support.charts import without_reference_checks
 from tests.support.cluster import ensure_crds
-from tests.support.values import mutated_values
+from tests.support.values import CROSS_REFERENCES, cross_referenced_values
 
 pytestmark = pytest.mark.cluster
 
@@ -532,37 +533,106 @@ def test_updates_get_the_same_verdict_offline_and_from_the_api_server(parity, re
     assert not disagreements, json.dumps(disagreements, indent=1)
 
 
-def test_values_the_charts_accept_render_objects_the_api_server_accepts(parity, render, record_testsuite_property):
+#: the cluster-scoped classes a Pod names that admission looks up when the Pod is created (the RuntimeClass and
+#: Priority admission plugins refuse a Pod naming one the cluster lacks): the cluster's state, which no render can
+#: know. The values dry-run creates each one a drawn value names, so that its verdict is about the values.
+NAMED_CLASSES = {"runtimeClassName": ("node.k8s.io/v1", "RuntimeClass", {"handler": "runc"}),
+                 "priorityClassName": ("scheduling.k8s.io/v1", "PriorityClass", {"value": 1000})}  # fmt: skip
+
+
+def ensure_named_classes(kube: Kube, objects: Any, made: set[tuple[str, str]]) -> None:
+    """Create the RuntimeClasses and PriorityClasses that the Pods among ``objects`` name and the cluster lacks
+    (labelled app.kubernetes.io/managed-by=dlcharts-tests; a name the API server refuses, such as system-*, stays
+    missing). ``made`` remembers the names already seen."""
+    for obj in objects:
+        spec = pod_spec(obj.body) if obj.kind == "Pod" else None
+        for field, (api_version, kind, extra) in NAMED_CLASSES.items():
+            name = (spec or {}).get(field)
+            if not isinstance(name, str) or not name or (kind, name) in made:
+                continue
+            made.add((kind, name))
+            res = kube.resource_for(api_version, kind)
+            if kube.get_or_none(res.path(None, name)) is None:
+                labels = {"app.kubernetes.io/managed-by": "dlcharts-tests"}
+                body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "labels": labels}, **extra}
+                kube.request("POST", res.path(None), body=body)
+
+
+def test_values_the_charts_accept_render_objects_the_api_server_accepts(
+    parity, render, record_testsuite_property, tmp_path_factory
+):
     """The property tier's values, sampled: whatever a chart's values.schema.json and templates let through renders
-    objects the API server creates. A value the API server would refuse must fail at render time instead."""
+    objects the API server creates. A value the API server would refuse must fail at render time instead.
+
+    The draws that carry a class of cross-references (tests.support.values.CROSS_REFERENCES: a mount and its volume,
+    volume names, mount paths, the Job controller's pod labels, the Job's failure and success policies against its
+    containers and pod count, spread constraints) are judged both ways: rendered, the API server must
+    create every object (else a false accept); refused at render, the same values rendered with the cross-reference
+    checks off (tests.support.charts.without_reference_checks) must give an object the API server refuses (else a
+    false reject). Refusals for other reasons too (the copy does not render either) are no verdict on the class."""
     server, _ = parity
     tally: collections.Counter[str] = collections.Counter()
+    classes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     refused: list[str] = []
+    false_rejects: list[str] = []
+    unchecked = tmp_path_factory.mktemp("references-off")
     charts = [c for c in discover_charts(CHARTS) if (c / "values.schema.json").is_file()]
+
+    made: set[tuple[str, str]] = set()
+
+    def refusals(objects: Any) -> list[str]:
+        ensure_named_classes(server.kube, objects, made)
+        out = []
+        for obj in (o for o in objects if creatable(server.kube, o)):
+            status, message = server.verdict(obj.body)
+            tally["objects created (dry run)"] += 1
+            if status not in (200, 201):
+                out.append(f"{obj.kind}/{obj.name}: {message}")
+        return out
 
     @settings(max_examples=server.count(VALUE_SAMPLES * len(charts)), deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
-    @given(st.sampled_from(charts).flatmap(lambda chart: st.tuples(st.just(chart), mutated_values(chart))))
-    def one(drawn: tuple[Path, dict[str, Any]]) -> None:
-        chart, values = drawn
+    @given(st.sampled_from(charts).flatmap(lambda chart: st.tuples(st.just(chart), cross_referenced_values(chart))))
+    def one(drawn: tuple[Path, tuple[str | None, dict[str, Any]]]) -> None:
+        chart, (klass, values) = drawn
         try:
             rendered = render(chart, values=values, kube_version=server.kube_version)
         except RenderError:
             tally[f"{chart.name} refused at render"] += 1
+            if klass is None:
+                return
+            try:
+                objects = render(without_reference_checks(chart, unchecked), values=values,
+                                 kube_version=server.kube_version)  # fmt: skip
+            except RenderError:
+                classes[klass]["no verdict"] += 1  # refused for another reason too
+                return
+            if refusals(objects):
+                classes[klass]["both refuse"] += 1
+            else:
+                classes[klass]["false reject"] += 1
+                false_rejects.append(f"{chart.name} values {json.dumps(values)}")
             return
         tally[f"{chart.name} rendered"] += 1
-        for obj in (o for o in rendered if creatable(server.kube, o)):
-            status, message = server.verdict(obj.body)
-            tally["objects created (dry run)"] += 1
-            if status not in (200, 201):
-                refused.append(f"{chart.name} values {json.dumps(values)}: {obj.kind}/{obj.name}: {message}")
+        problems = refusals(rendered)
+        refused.extend(f"{chart.name} values {json.dumps(values)}: {problem}" for problem in problems)
+        if klass is not None:
+            classes[klass]["false accept" if problems else "both accept"] += 1
 
     one()
+    minor = apirules.minor(server.kube_version)
     for key, count in sorted(tally.items()):
-        record_testsuite_property(f"values dry-run {apirules.minor(server.kube_version)} {key}", count)
+        record_testsuite_property(f"values dry-run {minor} {key}", count)
+    for klass, counts in sorted(classes.items()):
+        record_testsuite_property(f"values dry-run {minor} class {klass}", json.dumps(counts, sort_keys=True))
     print(f"\nvalues dry-run: {dict(sorted(tally.items()))}")
+    for klass, counts in sorted(classes.items()):
+        print(f"  {klass:20} {json.dumps(counts, sort_keys=True)}")
     assert tally["objects created (dry run)"] > 0, tally
     assert not refused, "\n".join(refused[:10])
+    assert not false_rejects, "\n".join(false_rejects[:10])
+    judged = {k: c["both refuse"] + c["both accept"] for k, c in classes.items()}
+    assert set(judged) == set(CROSS_REFERENCES) and all(judged.values()), dict(classes)  # each class reached a verdict
 
 
 def test_the_classes_cover_what_the_issue_names():
@@ -572,6 +642,9 @@ def test_the_classes_cover_what_the_issue_names():
                               "port", "port-name", "env-name", "enum", "requests-vs-limits", "required", "selector",
                               "probe", "volume-mount"}  # fmt: skip
     assert all(re.fullmatch(r"[a-z-]+", name) for name in MUTATIONS)
+    # values that refer to each other (issue 32): the values test draws these classes of cross-references
+    assert set(CROSS_REFERENCES) >= {"volume-mount-name", "volume-name", "mount-path", "job-label", "job-policy",
+                                     "topology-spread"}  # fmt: skip
 
 
 # --- custom resources: a CRD's own rules (x-kubernetes-validations, list-type map and set) ---------------------------
