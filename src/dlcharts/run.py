@@ -6,7 +6,10 @@
 3. ``helm install`` with :func:`cpu_values` first and the user's helm arguments after them (so they win):
    no GPUs, small requests, the local registry through ``global.imageRegistry``, the real node's selector;
 4. every container's log, streamed as it is written, each line prefixed ``[pod/container]``;
-5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing;
+5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing (at once: e.g.
+   an image that cannot be pulled); after a failure, while the chart's start watch may still act, until every pod
+   of the release has ended (at most peerWait.timeoutSeconds after the Jobs started, plus a margin), then the
+   watch's verdict: a failed run shows that the release freed what it held, or says what is still there;
 6. a line per pod (node, exit code, duration) and the wall time. Exit 0 only if the job succeeded.
 
 A release of the same name in the namespace is uninstalled first (a finished Job cannot run again); the new
@@ -19,9 +22,13 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import select
+import socket
+import ssl
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,8 @@ from dlcharts.install.podsecurity import POD_SECURITY_LEVELS, chart_pod_security
 from dlcharts.install.releases import run_helm
 from dlcharts.install.state import INSTANCE_LABEL, is_hook, job_outcome, owner_of
 from dlcharts.install.waits import Readiness, wait_ready
+
+COMPONENT_LABEL = "app.kubernetes.io/component"
 
 #: pod settings of every role on a CPU-only machine (the dl-common values layout every training chart shares)
 CPU_DEFAULTS: dict[str, Any] = {
@@ -105,10 +114,14 @@ def local_images(chart: str) -> list[tuple[ImageDef, str]]:
     return found
 
 
-def cpu_values(chart: str, registry: str | None = None, real_node: bool = True) -> dict[str, Any]:
+def cpu_values(
+    chart: str, registry: str | None = None, real_node: bool = True, api_server: str | None = None
+) -> dict[str, Any]:
     """Values that run ``chart`` on CPU: :data:`CPU_DEFAULTS` and :data:`SMALL_BENCHMARK`; with ``registry``
     every image from there (``global.imageRegistry``) with the local images' tags, pulled Always; with ``real_node`` the
-    embedded cluster's real node's selector and toleration."""
+    embedded cluster's real node's selector and toleration, and the start watch at ``api_server`` (an
+    :func:`api_relay`'s URL: the real node's pods have no route to the API server), or without the start watch
+    when there is none."""
     values: dict[str, Any] = {"defaults": copy.deepcopy(CPU_DEFAULTS), **copy.deepcopy(SMALL_BENCHMARK.get(chart, {}))}
     if registry:
         values["global"] = {"imageRegistry": registry}
@@ -121,7 +134,79 @@ def cpu_values(chart: str, registry: str | None = None, real_node: bool = True) 
     if real_node:
         values["defaults"]["nodeSelector"] = dict(node.NODE_SELECTOR)
         values["defaults"]["tolerations"] = [dict(node.TOLERATION)]
+        values["startWatch"] = {"apiServer": api_server} if api_server else {"enabled": False}
     return values
+
+
+@contextlib.contextmanager
+def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
+    """The route to the API server that every real cluster gives its pods (the ``kubernetes`` Service) and the
+    embedded cluster's real node does not (its pods reach each other, the kubelet and CoreDNS on the node's address,
+    nothing else; the API server listens on 127.0.0.1): a TLS relay on the node's ``address`` for the start watch
+    (``startWatch.apiServer``). It serves a certificate for that address signed by the cluster CA (the one in the
+    pods' service account ``ca.crt``), and passes each connection, TLS again, to ``server``; the pod's own token
+    authenticates it there. Yields the relay's URL; it stops with the block."""
+    from dlcharts.cluster import pki
+
+    certs = state_dir / "api-relay"
+    ca = pki.sign(state_dir, certs / "tls.crt", certs / "tls.key", "/CN=dlcharts-api-relay", [f"IP:{address}"])
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(certs / "tls.crt", certs / "tls.key")
+    upstream = ssl.create_default_context(cafile=str(ca))
+    target = urllib.parse.urlsplit(server)
+    host, port = target.hostname or "127.0.0.1", target.port or 443
+    listener = socket.create_server((address, 0))
+    listener.settimeout(0.5)
+    stop = threading.Event()
+
+    def relay(conn: socket.socket) -> None:
+        with contextlib.ExitStack() as stack:
+            stack.callback(conn.close)
+            try:
+                conn.settimeout(30)
+                pod = stack.enter_context(serving.wrap_socket(conn, server_side=True))
+                api = stack.enter_context(
+                    upstream.wrap_socket(socket.create_connection((host, port), timeout=30), server_hostname=host)
+                )
+                ends = (pod, api)
+                for end in ends:  # a TLS record without data (a TLS 1.3 session ticket) must not block a read
+                    end.setblocking(False)
+                while not stop.is_set():
+                    ready = [s for s in ends if s.pending()] or select.select(ends, [], [], 60)[0]
+                    if not ready:
+                        return
+                    for end in ready:
+                        try:
+                            data = end.recv(65536)
+                        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                            continue
+                        if not data:
+                            return
+                        other = api if end is pod else pod
+                        other.settimeout(30)
+                        other.sendall(data)
+                        other.setblocking(False)
+            except (OSError, ValueError):
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=relay, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"https://{address}:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        listener.close()
 
 
 @dataclasses.dataclass
@@ -164,6 +249,8 @@ class RunResult:
     #: seconds from the Jobs' end until no pod of the release was Pending or Running (None: some still were
     #: after :data:`SETTLE_SECONDS`, or the job failed)
     settled_seconds: float | None = None
+    #: after a failure: the start watch's verdict and how the release's pods ended (lines of the summary)
+    aftermath: list[str] = dataclasses.field(default_factory=list)
 
 
 def _time(text: str) -> datetime.datetime:
@@ -261,18 +348,27 @@ def _pods(
 ) -> list[PodOutcome]:
     """The release's pods, and those of ``seen`` (name -> last state) that are gone, in phase Deleted."""
     pods = kube.items(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE_LABEL}={release}")
-    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p)]
+    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p) and not is_start_watch(p)]
     present = {pod.name for pod in outcomes}
     for name, pod in (seen or {}).items():
-        if name not in present and not is_hook(pod):
+        if name not in present and not is_hook(pod) and not is_start_watch(pod):
             outcomes.append(dataclasses.replace(PodOutcome.of(pod), phase=DELETED))
     return sorted(outcomes, key=lambda p: (p.owner, p.name))
 
 
+def is_start_watch(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` (a Job or pod) is the release's start watch (dl-common's ``startWatch``), which watches the
+    training pods and is no part of the training: the summary's pods and Jobs leave it out."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL) == "start-watch"
+
+
 def _jobs(kube: Kube, namespace: str, release: str) -> dict[str, str]:
-    """Each Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"."""
+    """Each training Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"
+    (the start watch's Job left out)."""
     out = {}
     for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs", label_selector=f"{INSTANCE_LABEL}={release}"):
+        if is_start_watch(job):
+            continue
         outcome = job_outcome(job)
         out[job["metadata"]["name"]] = outcome[1].split(":")[0] if outcome else "running"
     return out
@@ -298,6 +394,7 @@ def summary(result: RunResult) -> str:
             if result.settled_seconds is not None
             else f"{running} pod(s) still Pending or Running {SETTLE_SECONDS:.0f}s after the job completed"
         )
+    lines.extend(result.aftermath)
     verdict = "succeeded" if result.ok else "FAILED"
     lines.append(f"job {verdict} in {result.seconds:.0f}s")
     return "\n".join(lines)
@@ -369,12 +466,13 @@ def run_job(
         except ClusterError as exc:
             problem = str(exc)
         settled = _settle(kube, release) if readiness is not None else None
+        aftermath = [] if readiness is not None else _aftermath(kube, release, started, write)
     jobs = _jobs(kube, release.namespace, release.name)
     ok = readiness is not None and bool(jobs) and all(s in ("Complete", "SuccessCriteriaMet") for s in jobs.values())
     if readiness is not None and not jobs:
         problem = f"release {release.name} has no Job: nothing ran to completion (is {chart} a training chart?)"
     pods = _pods(kube, release.namespace, release.name, logs.seen)
-    return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled)
+    return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled, aftermath)
 
 
 #: how long after the Jobs' end :func:`run_job` waits for the release's other pods (watched roles, workers a
@@ -389,6 +487,50 @@ def _settle(kube: Kube, release: Release) -> float | None:
             return time.monotonic() - started
         time.sleep(1.0)
     return None
+
+
+#: what the start watch may take beyond peerWait.timeoutSeconds + intervalSeconds to end every pod: its own
+#: round trip, the Job controller's deletions, and the pods' termination grace (30 s by default)
+START_WATCH_MARGIN = 60.0
+#: the Job annotation in which the start watch says why it failed the release (dl-common.startWatch.annotation)
+START_FAILURE = "dl-charts.io/start-failure"
+
+
+def _aftermath(kube: Kube, release: Release, started: float, write: Write) -> list[str]:
+    """After a failure: when the release has a start watch (dl-common's ``startWatch``), wait until every pod of
+    the release has ended, up to the watch's bound (peerWait.timeoutSeconds after the Jobs started, plus
+    intervalSeconds and :data:`START_WATCH_MARGIN`), so that the run shows the chart freeing what it held; then
+    the watch's verdict and how long the pods took to end (from the install)."""
+    ns, name = release.namespace, release.name
+    jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
+    watch = [j for j in jobs if is_start_watch(j)]
+    if not watch:
+        return []
+    spec = watch[0]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in spec.get("env") or []}
+    bound = int(env.get("DL_START_TIMEOUT") or 0) + int(env.get("DL_START_INTERVAL") or 0) + START_WATCH_MARGIN
+    begun = [_time(j["status"]["startTime"]).timestamp() for j in jobs if (j.get("status") or {}).get("startTime")]
+    deadline = time.monotonic() + max(0.0, (max(begun) if begun else time.time()) + bound - time.time())
+    write(f"waiting up to {deadline - time.monotonic():.0f}s for the release's start watch to end every pod")
+    live: list[dict[str, Any]] = []
+    while True:
+        pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{INSTANCE_LABEL}={name}")
+        live = [p for p in pods if not is_hook(p) and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+        if not live or time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    lines = []
+    for job in kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}"):
+        said = (job["metadata"].get("annotations") or {}).get(START_FAILURE)
+        if said:
+            lines.append(f"start watch: {said}")
+            break
+    lines.append(
+        f"{len(live)} pod(s) still Pending or Running; `helm uninstall {name} -n {ns}` frees them"
+        if live
+        else f"every pod of the release ended {time.monotonic() - started:.0f}s after the install began"
+    )
+    return lines
 
 
 def chart_name(chart: Path) -> str:
@@ -426,23 +568,27 @@ def run(
     """`dlcharts run`: see the module's docstring."""
     name = chart_name(chart)
     real_node = kubeconfig is None
+    relay: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
     if kubeconfig is None:
         from dlcharts.cluster.embedded import EmbeddedCluster
 
         write(f"cluster: embedded {cluster_name!r} with its real node ...")
         handle = EmbeddedCluster(ClusterConfig(name=cluster_name)).start()
-        if handle.images is None:
+        if handle.images is None or handle.real_node is None:
             raise ClusterError(
                 f"cluster {cluster_name} runs without its real node; `dlcharts cluster down` and run again as root"
             )
         kubeconfig, registry = handle.kubeconfig, registry or handle.images.registry
         write(f"    {'reused' if handle.reused else 'started'} in {handle.start_seconds:.1f}s; KUBECONFIG={kubeconfig}")
-    with Kube.from_kubeconfig(kubeconfig) as kube:
+        relay = api_relay(handle.server, handle.state_dir, str(handle.real_node["ip"]))
+    with Kube.from_kubeconfig(kubeconfig) as kube, relay as api_server:
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
             push_images(name, registry, write)
-        values = cpu_values(name, registry, real_node=real_node)
+        if api_server:
+            write(f"start watch: reaches the API server through {api_server} (the real node's pods have no route)")
+        values = cpu_values(name, registry, real_node=real_node, api_server=api_server)
         release = Release(helm, kubeconfig, release_name, namespace)
         shown = " ".join(helm_args)
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())

@@ -37,7 +37,7 @@ def test_cpu_values_are_fresh_copies() -> None:
 
 def test_local_images_name_existing_values_of_the_chart() -> None:
     paths = dict((path, image.name) for image, path in run.local_images("tensorflow-dist"))
-    assert paths == {"defaults.image": "tensorflow", "peerWait.image": "busybox"}
+    assert paths == {"defaults.image": "tensorflow", "peerWait.image": "busybox", "startWatch.image": "python"}
     assert run.local_images("no-such-chart") == []
 
 
@@ -144,3 +144,23 @@ def test_pods_deleted_by_their_job_keep_their_row_as_deleted() -> None:
     table = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "SuccessCriteriaMet"}, settled_seconds=0))
     assert "Deleted: removed by its Job before it ended (success policy met, or failed); EXIT as last seen" in table
     assert "Deleted" not in run.summary(run.RunResult(True, 50, pods[:1], {"tf-train-worker": "Complete"}))
+
+
+def test_the_start_watch_is_left_out_of_the_pods_and_its_verdict_ends_a_failed_summary() -> None:
+    watch = _pod("tf-train-start-watch-x", "Succeeded", 0)
+    watch["metadata"]["labels"] = {"app.kubernetes.io/component": "start-watch"}  # type: ignore[index]
+    pods = run._pods(_Listing(_pod("w-0", "Running", None), watch), "ns", "tf-train")  # type: ignore[arg-type]
+    assert [p.name for p in pods] == ["w-0"]
+    aftermath = [
+        "start watch: 1 pod(s) of release tf-train did not start ...",
+        "every pod of the release ended 80s ...",
+    ]
+    result = run.RunResult(False, 90, pods, {"tf-train-worker": "Failed"}, "the problem", aftermath=aftermath)
+    assert run.summary(result).splitlines()[-3:] == [*aftermath, "job FAILED in 90s"]
+
+
+def test_cpu_values_run_the_start_watch_on_the_real_node_only_through_a_relay() -> None:
+    assert run.cpu_values("tensorflow-dist", "127.0.0.1:5000")["startWatch"] == {"enabled": False}
+    relayed = run.cpu_values("tensorflow-dist", "127.0.0.1:5000", api_server="https://10.250.7.1:40123")
+    assert relayed["startWatch"] == {"apiServer": "https://10.250.7.1:40123"}
+    assert "startWatch" not in run.cpu_values("tensorflow-dist", real_node=False)  # another cluster: the chart's own
