@@ -3,12 +3,19 @@ what it prints, and how its command line passes helm arguments through (tests/cl
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from dlcharts import run
 from dlcharts.cli import build_parser, main
 from dlcharts.cluster import node
+from dlcharts.errors import DLChartsError
+from dlcharts.helm import find_helm
 from dlcharts.images.definitions import IMAGES
+from dlcharts.install import Release
+from dlcharts.install.kube import Response
 from tests.support import CHARTS
 
 
@@ -164,3 +171,52 @@ def test_cpu_values_run_the_start_watch_on_the_real_node_only_through_a_relay() 
     relayed = run.cpu_values("tensorflow-dist", "127.0.0.1:5000", api_server="https://10.250.7.1:40123")
     assert relayed["startWatch"] == {"apiServer": "https://10.250.7.1:40123"}
     assert "startWatch" not in run.cpu_values("tensorflow-dist", real_node=False)  # another cluster: the chart's own
+
+
+class _Reviews:
+    """The API server's answers to SelfSubjectAccessReviews: ``allowed`` names the resources the caller may create;
+    ``asked`` records each review's attributes."""
+
+    def __init__(self, *allowed: str) -> None:
+        self.allowed = set(allowed)
+        self.asked: list[dict[str, str]] = []
+
+    def request(self, method: str, path: str, *, body: dict[str, Any]) -> Response:
+        assert (method, path) == ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+        assert body["kind"] == "SelfSubjectAccessReview"
+        attributes = body["spec"]["resourceAttributes"]
+        self.asked.append(attributes)
+        return Response(201, {**body, "status": {"allowed": attributes["resource"] in self.allowed}}, [])
+
+
+def _release(tmp_path: Path) -> Release:
+    return Release(find_helm(), tmp_path / "kubeconfig", "rights", "team-a")  # helm template reads no cluster
+
+
+def test_the_start_watch_needs_the_right_to_create_its_role_and_binding_or_the_switch(tmp_path: Path) -> None:
+    """`dlcharts run` asks the API server before installing; under 'edit' it refuses, naming the way out."""
+    values = run.cpu_values("tensorflow-dist", real_node=False)  # the chart's default: the start watch is on
+    kube = _Reviews("serviceaccounts")
+    with pytest.raises(DLChartsError) as refused:
+        run.check_start_watch_rights(kube, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "namespace team-a: you may not create roles.rbac.authorization.k8s.io or rolebindings." in message
+    assert "--set startWatch.enabled=false" in message and "'edit' has not" in message
+    assert "Nothing was installed" in message
+    assert kube.asked == [
+        {"namespace": "team-a", "verb": "create", "group": "rbac.authorization.k8s.io", "resource": resource}
+        for resource in ("roles", "rolebindings")
+    ]
+
+    only_roles = _Reviews("roles")
+    with pytest.raises(DLChartsError, match=r"you may not create rolebindings\.rbac\.authorization\.k8s\.io there"):
+        run.check_start_watch_rights(only_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+
+    admin = _Reviews("roles", "rolebindings")
+    run.check_start_watch_rights(admin, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+    assert len(admin.asked) == 2
+
+    switched_off = _Reviews()  # the switch, among the user's helm arguments: nothing to ask
+    args = ("--set", "worker=2", "--set", "startWatch.enabled=false")
+    run.check_start_watch_rights(switched_off, _release(tmp_path), CHARTS / "tensorflow-dist", values, args)  # type: ignore[arg-type]
+    assert switched_off.asked == []
