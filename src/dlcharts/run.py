@@ -646,4 +646,25 @@ def run(
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())
         for line in yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=100).splitlines():
             write(f"    {line}")
-        return run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
+        result = run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
+        if api_server:  # the watch reaches the API server only through this process's relay, which ends here
+            for name in suspend_start_watch(kube, release):
+                write(f"start watch: Job {name} suspended (it needs this run's relay to the API server)")
+        return result
+
+
+def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
+    """Suspend the release's start watch Jobs that have not finished (the Job controller ends their pod): for a
+    watch that reaches the API server through :func:`api_relay`, which ends with ``dlcharts run``. Without it the
+    watch would retry against a closed port until its Job's backoffLimit. Returns the Jobs suspended."""
+    ns, name = release.namespace, release.name
+    jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
+    suspended = []
+    for job in jobs:
+        if is_start_watch(job) and job_outcome(job) is None and not job["spec"].get("suspend"):
+            path = f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}"
+            resp = kube.request("PATCH", path, body={"spec": {"suspend": True}},
+                                content_type="application/merge-patch+json")  # fmt: skip
+            if resp.status == 200:
+                suspended.append(job["metadata"]["name"])
+    return suspended
