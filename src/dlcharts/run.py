@@ -654,14 +654,22 @@ def run(
 
 
 def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
-    """Suspend the release's start watch Jobs that have not finished (the Job controller ends their pod): for a
-    watch that reaches the API server through :func:`api_relay`, which ends with ``dlcharts run``. Without it the
-    watch would retry against a closed port until its Job's backoffLimit. Returns the Jobs suspended."""
+    """Suspend the release's start watch Jobs whose pod still runs (the Job controller ends it): for a watch that
+    reaches the API server through :func:`api_relay`, which ends with ``dlcharts run``. Without it the watch would
+    retry against a closed port until its Job's backoffLimit. A watch whose pod has ended (it acted, or saw every
+    pod start) is left to finish as it did. Returns the Jobs suspended."""
     ns, name = release.namespace, release.name
     jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
+    pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{COMPONENT_LABEL}=start-watch")
+    live = {
+        owner[1]
+        for pod in pods
+        if (owner := owner_of(pod)) and (pod.get("status") or {}).get("phase") in ("Pending", "Running")
+    }
     suspended = []
     for job in jobs:
-        if is_start_watch(job) and job_outcome(job) is None and not job["spec"].get("suspend"):
+        running = job_outcome(job) is None and job["metadata"]["name"] in live
+        if is_start_watch(job) and running and not job["spec"].get("suspend"):
             path = f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}"
             resp = kube.request("PATCH", path, body={"spec": {"suspend": True}},
                                 content_type="application/merge-patch+json")  # fmt: skip

@@ -220,3 +220,54 @@ def test_the_start_watch_needs_the_right_to_create_its_role_and_binding_or_the_s
     args = ("--set", "worker=2", "--set", "startWatch.enabled=false")
     run.check_start_watch_rights(switched_off, _release(tmp_path), CHARTS / "tensorflow-dist", values, args)  # type: ignore[arg-type]
     assert switched_off.asked == []
+
+
+class _Watches:
+    """The release's Jobs and the start watch's pods, as run.suspend_start_watch reads them; the PATCHes it sends."""
+
+    def __init__(self, jobs: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+        self.jobs, self.pods = jobs, pods
+        self.patched: list[tuple[str, str, dict[str, Any], str]] = []
+
+    def items(self, path: str, label_selector: str) -> list[dict[str, Any]]:
+        if path == "/apis/batch/v1/namespaces/ns/jobs":
+            assert label_selector == "app.kubernetes.io/instance=tf"
+            return self.jobs
+        assert (path, label_selector) == ("/api/v1/namespaces/ns/pods", "app.kubernetes.io/component=start-watch")
+        return self.pods
+
+    def request(self, method: str, path: str, *, body: dict[str, Any], content_type: str) -> Response:
+        self.patched.append((method, path, body, content_type))
+        return Response(200, {}, [])
+
+
+def _job(name: str, component: str, *conditions: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/component": component}},
+        "spec": {},
+        "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]},
+    }
+
+
+def _watch_pod(job: str, phase: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{job}-x", "ownerReferences": [{"kind": "Job", "name": job, "controller": True}]},
+        "status": {"phase": phase},
+    }
+
+
+def test_the_end_of_a_run_suspends_a_start_watch_that_still_runs_and_nothing_else(tmp_path: Path) -> None:
+    release = Release(find_helm(), tmp_path / "kubeconfig", "tf", "ns")
+    running = _Watches([_job("tf-worker", "worker"), _job("tf-start-watch", "start-watch")],
+                       [_watch_pod("tf-start-watch", "Running")])  # fmt: skip
+    assert run.suspend_start_watch(running, release) == ["tf-start-watch"]  # type: ignore[arg-type]
+    assert running.patched == [("PATCH", "/apis/batch/v1/namespaces/ns/jobs/tf-start-watch",
+                                {"spec": {"suspend": True}}, "application/merge-patch+json")]  # fmt: skip
+    # a watch whose pod has ended (it acted, or saw every pod start) finishes as it did; a finished one stays
+    for jobs, pods in (
+        ([_job("tf-start-watch", "start-watch")], [_watch_pod("tf-start-watch", "Succeeded")]),
+        ([_job("tf-start-watch", "start-watch", "Complete")], [_watch_pod("tf-start-watch", "Running")]),
+        ([_job("tf-worker", "worker")], [_watch_pod("tf-worker", "Running")]),
+    ):
+        left = _Watches(jobs, pods)
+        assert run.suspend_start_watch(left, release) == [] and left.patched == []  # type: ignore[arg-type]
