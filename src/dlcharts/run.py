@@ -656,8 +656,8 @@ def run(
 def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
     """Suspend the release's start watch Jobs whose pod still runs (the Job controller ends it): for a watch that
     reaches the API server through :func:`api_relay`, which ends with ``dlcharts run``. Without it the watch would
-    retry against a closed port until its Job's backoffLimit. A watch whose pod has ended (it acted, or saw every
-    pod start) is left to finish as it did. Returns the Jobs suspended."""
+    retry against a closed port until its Job's backoffLimit. A watch that has acted (its verdict is on the Jobs)
+    or whose pod has ended is left to finish as it did. Returns the Jobs suspended."""
     ns, name = release.namespace, release.name
     jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
     pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{COMPONENT_LABEL}=start-watch")
@@ -666,6 +666,8 @@ def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
         for pod in pods
         if (owner := owner_of(pod)) and (pod.get("status") or {}).get("phase") in ("Pending", "Running")
     }
+    if any((job["metadata"].get("annotations") or {}).get(START_FAILURE) for job in jobs):
+        return []  # the watch has acted: it exits right after (its pod may not have said so yet)
     suspended = []
     for job in jobs:
         running = job_outcome(job) is None and job["metadata"]["name"] in live

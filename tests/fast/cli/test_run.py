@@ -263,11 +263,19 @@ def test_the_end_of_a_run_suspends_a_start_watch_that_still_runs_and_nothing_els
     assert run.suspend_start_watch(running, release) == ["tf-start-watch"]  # type: ignore[arg-type]
     assert running.patched == [("PATCH", "/apis/batch/v1/namespaces/ns/jobs/tf-start-watch",
                                 {"spec": {"suspend": True}}, "application/merge-patch+json")]  # fmt: skip
-    # a watch whose pod has ended (it acted, or saw every pod start) finishes as it did; a finished one stays
+    # a watch whose pod has ended, or that has acted (its verdict is on the Jobs), finishes as it did
+    verdict = {run.START_FAILURE: "1 pod(s) of release tf did not start ..."}
     for jobs, pods in (
         ([_job("tf-start-watch", "start-watch")], [_watch_pod("tf-start-watch", "Succeeded")]),
         ([_job("tf-start-watch", "start-watch", "Complete")], [_watch_pod("tf-start-watch", "Running")]),
         ([_job("tf-worker", "worker")], [_watch_pod("tf-worker", "Running")]),
+        (
+            [
+                {**_job("tf-worker", "worker", "Failed"), "metadata": {"name": "tf-worker", "annotations": verdict}},
+                _job("tf-start-watch", "start-watch"),
+            ],
+            [_watch_pod("tf-start-watch", "Running")],
+        ),  # fmt: skip
     ):
         left = _Watches(jobs, pods)
         assert run.suspend_start_watch(left, release) == [] and left.patched == []  # type: ignore[arg-type]
