@@ -648,8 +648,8 @@ def run(
             write(f"    {line}")
         result = run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
         if api_server:  # the watch reaches the API server only through this process's relay, which ends here
-            for name in suspend_start_watch(kube, release):
-                write(f"start watch: Job {name} suspended (it needs this run's relay to the API server)")
+            for job in suspend_start_watch(kube, release):
+                write(f"start watch: Job {job} suspended (it needs this run's relay to the API server)")
         return result
 
 
