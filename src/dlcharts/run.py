@@ -1,6 +1,8 @@
 """`dlcharts run CHART [helm args]`: a training chart's job, for real and on CPU, before GPU hours are spent.
 
-1. the cluster: the embedded one with its real node (started or reused), or any cluster by ``--kubeconfig``;
+1. the cluster: the embedded one with its real node (started or reused), or any cluster by ``--kubeconfig``; when
+   the release would have a start watch, :func:`check_start_watch_rights` asks the API server whether the caller
+   may create its Role and RoleBinding there, and refuses before anything is created if not;
 2. the images: every local image (:mod:`dlcharts.images`) standing for an image value of the chart is built
    (cached by content) and pushed to the cluster's registry, or to ``--registry``;
 3. ``helm install`` with :func:`cpu_values` first and the user's helm arguments after them (so they win):
@@ -13,7 +15,9 @@
 6. a line per pod (node, exit code, duration) and the wall time. Exit 0 only if the job succeeded.
 
 A release of the same name in the namespace is uninstalled first (a finished Job cannot run again); the new
-one is left installed so that its logs and objects can be read afterwards.
+one is left installed so that its logs and objects can be read afterwards. On the embedded cluster the start watch
+reaches the API server through this process (:func:`api_relay`), so a watch still running when the run ends is
+suspended (:func:`suspend_start_watch`).
 """
 
 from __future__ import annotations
