@@ -15,7 +15,7 @@ when the lost node turned NotReady, and whether every pod of the release ended. 
 
 Usage: .venv/bin/python -m bench.node_faults [--cases pytorch-dist/lose,...] [--cluster-name nodes] [--cap 900]
 (the cluster must run with 2 or more real nodes: `dlcharts cluster up --name nodes --real-nodes 2`; writes
-build/bench/node_faults.json and bench/data/14-real-nodes.json's fault table)
+build/bench/node_faults.json and bench/data/15-real-nodes.json's fault table)
 """
 
 from __future__ import annotations

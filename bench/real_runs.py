@@ -11,7 +11,7 @@ end of the run. The images are pushed before the clock starts, so a cold image b
 
 Usage: .venv/bin/python -m bench.real_runs [--charts tensorflow-dist,...] [--cluster-name dlcharts]
 (writes build/bench/real_runs.json, prints the table, and puts its rows for this cluster's number of real nodes
-in section 14 of bench/results.md: run it on clusters of 1, 2 and 3 real nodes, `dlcharts cluster up --real-nodes N`)
+in section 15 of bench/results.md: run it on clusters of 1, 2 and 3 real nodes, `dlcharts cluster up --real-nodes N`)
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ CHARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "horovod-mpi": (("--set", "worker=2"), r"warming up: \d+ batches"),
     "cntk-dist": (("--set", "worker=2"), r"mpi4py: step \d+/"),
 }
-SECTION = "14-real-nodes"
+SECTION = "15-real-nodes"
 TITLE = "Across real nodes: every chart on 1, 2 and 3 real nodes, and node faults (issue 32)"
 
 
@@ -161,7 +161,7 @@ def section_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 def report(rows: list[dict[str, Any]]) -> None:
-    """This run's rows (for its number of real nodes) into section 14's table, the other node counts' kept."""
+    """This run's rows (for its number of real nodes) into section 15's table, the other node counts' kept."""
     path = model.path_of(SECTION)
     old: list[list[Any]] = []
     if path.is_file():

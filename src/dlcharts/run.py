@@ -1,17 +1,24 @@
 """`dlcharts run CHART [helm args]`: a training chart's job, for real and on CPU, before GPU hours are spent.
 
-1. the cluster: the embedded one with its real node (started or reused), or any cluster by ``--kubeconfig``;
+1. the cluster: the embedded one with its real node (started or reused), or any cluster by ``--kubeconfig``; when
+   the release would have a start watch, :func:`check_start_watch_rights` asks the API server whether the caller
+   may create its Role and RoleBinding there, and refuses before anything is created if not;
 2. the images: every local image (:mod:`dlcharts.images`) standing for an image value of the chart is built
    (cached by content) and pushed to the cluster's registry, or to ``--registry``;
 3. ``helm install`` with :func:`cpu_values` first and the user's helm arguments after them (so they win):
    no GPUs, small requests, the local registry through ``global.imageRegistry``, the real nodes' selector, and
    on a cluster with several real nodes a topology spread over them (each role's pods on different nodes);
 4. every container's log, streamed as it is written, each line prefixed ``[pod/container]``;
-5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing;
+5. :func:`~dlcharts.install.wait_ready` until every role's Job is Complete, or its reason for failing (at once: e.g.
+   an image that cannot be pulled); after a failure, while the chart's start watch may still act, until every pod
+   of the release has ended (at most peerWait.timeoutSeconds after the Jobs started, plus a margin), then the
+   watch's verdict: a failed run shows that the release freed what it held, or says what is still there;
 6. a line per pod (node, exit code, duration) and the wall time. Exit 0 only if the job succeeded.
 
 A release of the same name in the namespace is uninstalled first (a finished Job cannot run again); the new
-one is left installed so that its logs and objects can be read afterwards.
+one is left installed so that its logs and objects can be read afterwards. On the embedded cluster the start watch
+reaches the API server through this process (:func:`api_relay`), so a watch still running when the run ends is
+suspended (:func:`suspend_start_watch`).
 """
 
 from __future__ import annotations
@@ -20,9 +27,13 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import select
+import socket
+import ssl
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,11 +47,14 @@ from dlcharts.errors import ClusterError, DLChartsError
 from dlcharts.helm import Helm
 from dlcharts.images.definitions import IMAGES, ImageDef
 from dlcharts.install import ChartSource, Kube, Release, install, namespace_inventory, uninstall, wait_uninstalled
+from dlcharts.install.kube import status_message
 from dlcharts.install.namespaces import ENFORCE, MANAGED_BY, MANAGER, create_namespace, set_pod_security
 from dlcharts.install.podsecurity import POD_SECURITY_LEVELS, chart_pod_security
-from dlcharts.install.releases import run_helm
+from dlcharts.install.releases import manifest_objects, run_helm
 from dlcharts.install.state import INSTANCE_LABEL, is_hook, job_outcome, owner_of
 from dlcharts.install.waits import Readiness, wait_ready
+
+COMPONENT_LABEL = "app.kubernetes.io/component"
 
 #: pod settings of every role on a CPU-only machine (the dl-common values layout every training chart shares)
 CPU_DEFAULTS: dict[str, Any] = {
@@ -116,10 +130,18 @@ SPREAD_OVER_NODES: dict[str, Any] = {
 }
 
 
-def cpu_values(chart: str, registry: str | None = None, real_node: bool = True, spread: bool = False) -> dict[str, Any]:
+def cpu_values(
+    chart: str,
+    registry: str | None = None,
+    real_node: bool = True,
+    api_server: str | None = None,
+    spread: bool = False,
+) -> dict[str, Any]:
     """Values that run ``chart`` on CPU: :data:`CPU_DEFAULTS` and :data:`SMALL_BENCHMARK`; with ``registry``
     every image from there (``global.imageRegistry``) with the local images' tags, pulled Always; with ``real_node`` the
-    embedded cluster's real nodes' selector and toleration; with ``spread`` :data:`SPREAD_OVER_NODES`."""
+    embedded cluster's real nodes' selector and toleration, and the start watch at ``api_server`` (an
+    :func:`api_relay`'s URL: the real nodes' pods have no route to the API server), or without the start watch
+    when there is none; with ``spread`` :data:`SPREAD_OVER_NODES`."""
     values: dict[str, Any] = {"defaults": copy.deepcopy(CPU_DEFAULTS), **copy.deepcopy(SMALL_BENCHMARK.get(chart, {}))}
     if registry:
         values["global"] = {"imageRegistry": registry}
@@ -132,9 +154,81 @@ def cpu_values(chart: str, registry: str | None = None, real_node: bool = True, 
     if real_node:
         values["defaults"]["nodeSelector"] = dict(node.NODE_SELECTOR)
         values["defaults"]["tolerations"] = [dict(node.TOLERATION)]
+        values["startWatch"] = {"apiServer": api_server} if api_server else {"enabled": False}
     if spread:
         values["defaults"]["topologySpreadConstraints"] = [dict(SPREAD_OVER_NODES)]
     return values
+
+
+@contextlib.contextmanager
+def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
+    """The route to the API server that every real cluster gives its pods (the ``kubernetes`` Service) and the
+    embedded cluster's real node does not (its pods reach each other, the kubelet and CoreDNS on the node's address,
+    nothing else; the API server listens on 127.0.0.1): a TLS relay on the node's ``address`` for the start watch
+    (``startWatch.apiServer``). It serves a certificate for that address signed by the cluster CA (the one in the
+    pods' service account ``ca.crt``), and passes each connection, TLS again, to ``server``; the pod's own token
+    authenticates it there. Yields the relay's URL; it stops with the block."""
+    from dlcharts.cluster import pki
+
+    certs = state_dir / "api-relay"
+    ca = pki.sign(state_dir, certs / "tls.crt", certs / "tls.key", "/CN=dlcharts-api-relay", [f"IP:{address}"])
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(certs / "tls.crt", certs / "tls.key")
+    upstream = ssl.create_default_context(cafile=str(ca))
+    target = urllib.parse.urlsplit(server)
+    host, port = target.hostname or "127.0.0.1", target.port or 443
+    listener = socket.create_server((address, 0))
+    listener.settimeout(0.5)
+    stop = threading.Event()
+
+    def relay(conn: socket.socket) -> None:
+        with contextlib.ExitStack() as stack:
+            stack.callback(conn.close)
+            try:
+                conn.settimeout(30)
+                pod = stack.enter_context(serving.wrap_socket(conn, server_side=True))
+                api = stack.enter_context(
+                    upstream.wrap_socket(socket.create_connection((host, port), timeout=30), server_hostname=host)
+                )
+                ends = (pod, api)
+                for end in ends:  # a TLS record without data (a TLS 1.3 session ticket) must not block a read
+                    end.setblocking(False)
+                while not stop.is_set():
+                    ready = [s for s in ends if s.pending()] or select.select(ends, [], [], 60)[0]
+                    if not ready:
+                        return
+                    for end in ready:
+                        try:
+                            data = end.recv(65536)
+                        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                            continue
+                        if not data:
+                            return
+                        other = api if end is pod else pod
+                        other.settimeout(30)
+                        other.sendall(data)
+                        other.setblocking(False)
+            except (OSError, ValueError):
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=relay, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"https://{address}:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        listener.close()
 
 
 @dataclasses.dataclass
@@ -177,6 +271,8 @@ class RunResult:
     #: seconds from the Jobs' end until no pod of the release was Pending or Running (None: some still were
     #: after :data:`SETTLE_SECONDS`, or the job failed)
     settled_seconds: float | None = None
+    #: after a failure: the start watch's verdict and how the release's pods ended (lines of the summary)
+    aftermath: list[str] = dataclasses.field(default_factory=list)
 
 
 def _time(text: str) -> datetime.datetime:
@@ -274,18 +370,27 @@ def _pods(
 ) -> list[PodOutcome]:
     """The release's pods, and those of ``seen`` (name -> last state) that are gone, in phase Deleted."""
     pods = kube.items(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE_LABEL}={release}")
-    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p)]
+    outcomes = [PodOutcome.of(p) for p in pods if not is_hook(p) and not is_start_watch(p)]
     present = {pod.name for pod in outcomes}
     for name, pod in (seen or {}).items():
-        if name not in present and not is_hook(pod):
+        if name not in present and not is_hook(pod) and not is_start_watch(pod):
             outcomes.append(dataclasses.replace(PodOutcome.of(pod), phase=DELETED))
     return sorted(outcomes, key=lambda p: (p.owner, p.name))
 
 
+def is_start_watch(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` (a Job or pod) is the release's start watch (dl-common's ``startWatch``), which watches the
+    training pods and is no part of the training: the summary's pods and Jobs leave it out."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL) == "start-watch"
+
+
 def _jobs(kube: Kube, namespace: str, release: str) -> dict[str, str]:
-    """Each Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"."""
+    """Each training Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"
+    (the start watch's Job left out)."""
     out = {}
     for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs", label_selector=f"{INSTANCE_LABEL}={release}"):
+        if is_start_watch(job):
+            continue
         outcome = job_outcome(job)
         out[job["metadata"]["name"]] = outcome[1].split(":")[0] if outcome else "running"
     return out
@@ -311,6 +416,7 @@ def summary(result: RunResult) -> str:
             if result.settled_seconds is not None
             else f"{running} pod(s) still Pending or Running {SETTLE_SECONDS:.0f}s after the job completed"
         )
+    lines.extend(result.aftermath)
     verdict = "succeeded" if result.ok else "FAILED"
     lines.append(f"job {verdict} in {result.seconds:.0f}s")
     return "\n".join(lines)
@@ -382,12 +488,13 @@ def run_job(
         except ClusterError as exc:
             problem = str(exc)
         settled = _settle(kube, release) if readiness is not None else None
+        aftermath = [] if readiness is not None else _aftermath(kube, release, started, write)
     jobs = _jobs(kube, release.namespace, release.name)
     ok = readiness is not None and bool(jobs) and all(s in ("Complete", "SuccessCriteriaMet") for s in jobs.values())
     if readiness is not None and not jobs:
         problem = f"release {release.name} has no Job: nothing ran to completion (is {chart} a training chart?)"
     pods = _pods(kube, release.namespace, release.name, logs.seen)
-    return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled)
+    return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled, aftermath)
 
 
 #: how long after the Jobs' end :func:`run_job` waits for the release's other pods (watched roles, workers a
@@ -402,6 +509,100 @@ def _settle(kube: Kube, release: Release) -> float | None:
             return time.monotonic() - started
         time.sleep(1.0)
     return None
+
+
+#: what the start watch may take beyond peerWait.timeoutSeconds + intervalSeconds to end every pod: its own
+#: round trip, the Job controller's deletions, and the pods' termination grace (30 s by default)
+START_WATCH_MARGIN = 60.0
+#: the Job annotation in which the start watch says why it failed the release (dl-common.startWatch.annotation)
+START_FAILURE = "dl-charts.io/start-failure"
+
+
+def _aftermath(kube: Kube, release: Release, started: float, write: Write) -> list[str]:
+    """After a failure: when the release has a start watch (dl-common's ``startWatch``), wait until every pod of
+    the release has ended, up to the watch's bound (peerWait.timeoutSeconds after the Jobs started, plus
+    intervalSeconds and :data:`START_WATCH_MARGIN`), so that the run shows the chart freeing what it held; then
+    the watch's verdict and how long the pods took to end (from the install)."""
+    ns, name = release.namespace, release.name
+    jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
+    watch = [j for j in jobs if is_start_watch(j)]
+    if not watch:
+        return []
+    spec = watch[0]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in spec.get("env") or []}
+    bound = int(env.get("DL_START_TIMEOUT") or 0) + int(env.get("DL_START_INTERVAL") or 0) + START_WATCH_MARGIN
+    begun = [_time(j["status"]["startTime"]).timestamp() for j in jobs if (j.get("status") or {}).get("startTime")]
+    deadline = time.monotonic() + max(0.0, (max(begun) if begun else time.time()) + bound - time.time())
+    write(f"waiting up to {deadline - time.monotonic():.0f}s for the release's start watch to end every pod")
+    live: list[dict[str, Any]] = []
+    while True:
+        pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{INSTANCE_LABEL}={name}")
+        live = [p for p in pods if not is_hook(p) and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+        if not live or time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    lines = []
+    for job in kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}"):
+        said = (job["metadata"].get("annotations") or {}).get(START_FAILURE)
+        if said:
+            lines.append(f"start watch: {said}")
+            break
+    lines.append(
+        f"{len(live)} pod(s) still Pending or Running; `helm uninstall {name} -n {ns}` frees them"
+        if live
+        else f"every pod of the release ended {time.monotonic() - started:.0f}s after the install began"
+    )
+    return lines
+
+
+#: what a release's start watch adds that a training release needs no right for otherwise: (API group, resource,
+#: kind). Kubernetes' ``admin`` ClusterRole may create both in a namespace, ``edit`` may not.
+START_WATCH_RIGHTS = (
+    ("rbac.authorization.k8s.io", "roles", "Role"),
+    ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+)
+
+
+def may_create(kube: Kube, namespace: str, group: str, resource: str) -> bool:
+    """Whether the caller may create ``resource`` (of API ``group``) in ``namespace``: the API server's answer to a
+    SelfSubjectAccessReview, which every authenticated user may ask."""
+    attributes = {"namespace": namespace, "verb": "create", "group": group, "resource": resource}
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": attributes}}  # fmt: skip
+    resp = kube.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review)
+    if resp.status not in (200, 201) or not isinstance(resp.doc, dict):
+        raise ClusterError(
+            f"the API server did not say whether you may create {resource} in namespace {namespace} "
+            f"(SelfSubjectAccessReview answered {resp.status}: {status_message(resp.doc)})"
+        )
+    return bool((resp.doc.get("status") or {}).get("allowed"))
+
+
+def check_start_watch_rights(
+    kube: Kube, release: Release, chart: Path, values: dict[str, Any], helm_args: Sequence[str] = ()
+) -> None:
+    """Before anything is installed: when the release as these values and ``helm_args`` render it has a start watch
+    (``startWatch.enabled``, on by default), refuse, naming ``--set startWatch.enabled=false``, if the caller may not
+    create its Role and RoleBinding in the namespace. Helm would otherwise create the release's first objects and
+    stop at the Role, leaving a failed release behind. A render that fails is left to the install to report."""
+    with _values_file(values) as path:
+        source = ChartSource(chart, values_files=(path,), extra_args=tuple(helm_args))
+        proc = run_helm(release, ["template", release.name, *source.args(release.helm)], 120)
+    if proc.returncode != 0:
+        return
+    kinds = {obj["kind"] for obj in manifest_objects(proc.stdout) if is_start_watch(obj)}
+    ns = release.namespace
+    refused = [f"{resource}.{group}" for group, resource, kind in START_WATCH_RIGHTS
+               if kind in kinds and not may_create(kube, ns, group, resource)]  # fmt: skip
+    if refused:
+        raise DLChartsError(
+            f"namespace {ns}: you may not create {' or '.join(refused)} there, and {chart.name}'s start watch needs "
+            f"a Role and a RoleBinding for its pod (it fails the whole job when a pod never starts its main "
+            f"container within peerWait.timeoutSeconds). Kubernetes' 'admin' ClusterRole has that right in a "
+            f"namespace, 'edit' has not. Ask for it, or run without the start watch: --set startWatch.enabled=false "
+            f"(a pod that never starts then holds the job's nodes until job.activeDeadlineSeconds). Nothing was "
+            f"installed."
+        )
 
 
 def chart_name(chart: Path) -> str:
@@ -439,12 +640,13 @@ def run(
     """`dlcharts run`: see the module's docstring."""
     name = chart_name(chart)
     real_node, spread = kubeconfig is None, False
+    relay: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
     if kubeconfig is None:
         from dlcharts.cluster.embedded import EmbeddedCluster
 
         write(f"cluster: embedded {cluster_name!r} with its real node ...")
         handle = EmbeddedCluster(ClusterConfig(name=cluster_name)).start()
-        if handle.images is None:
+        if handle.images is None or handle.real_node is None:
             raise ClusterError(
                 f"cluster {cluster_name} runs without its real node; `dlcharts cluster down` and run again as root"
             )
@@ -452,15 +654,50 @@ def run(
         spread = len(handle.real_nodes) > 1
         write(f"    real nodes: {', '.join(n['name'] for n in handle.real_nodes)}" + (" (spread)" if spread else ""))
         write(f"    {'reused' if handle.reused else 'started'} in {handle.start_seconds:.1f}s; KUBECONFIG={kubeconfig}")
-    with Kube.from_kubeconfig(kubeconfig) as kube:
+        relay = api_relay(handle.server, handle.state_dir, str(handle.real_node["ip"]))
+    with Kube.from_kubeconfig(kubeconfig) as kube, relay as api_server:
+        values = cpu_values(name, registry, real_node=real_node, api_server=api_server, spread=spread)
+        release = Release(helm, kubeconfig, release_name, namespace)
+        check_start_watch_rights(kube, release, chart, values, helm_args)  # before anything is created
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
             push_images(name, registry, write)
-        values = cpu_values(name, registry, real_node=real_node, spread=spread)
-        release = Release(helm, kubeconfig, release_name, namespace)
+        if api_server:
+            write(f"start watch: reaches the API server through {api_server} (the real node's pods have no route)")
         shown = " ".join(helm_args)
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())
         for line in yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=100).splitlines():
             write(f"    {line}")
-        return run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
+        result = run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
+        if api_server:  # the watch reaches the API server only through this process's relay, which ends here
+            for job in suspend_start_watch(kube, release):
+                write(f"start watch: Job {job} suspended (it needs this run's relay to the API server)")
+        return result
+
+
+def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
+    """Suspend the release's start watch Jobs whose pod still runs (the Job controller ends it): for a watch that
+    reaches the API server through :func:`api_relay`, which ends with ``dlcharts run``. Without it the watch would
+    retry against a closed port until its Job's backoffLimit. A watch that has acted (its verdict is on the Jobs)
+    or whose pod has ended is left to finish as it did. Returns the Jobs suspended."""
+    ns, name = release.namespace, release.name
+    jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
+    pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{COMPONENT_LABEL}=start-watch")
+    live = {
+        owner[1]
+        for pod in pods
+        if (owner := owner_of(pod)) and (pod.get("status") or {}).get("phase") in ("Pending", "Running")
+    }
+    if any((job["metadata"].get("annotations") or {}).get(START_FAILURE) for job in jobs):
+        return []  # the watch has acted: it exits right after (its pod may not have said so yet)
+    suspended = []
+    for job in jobs:
+        running = job_outcome(job) is None and job["metadata"]["name"] in live
+        if is_start_watch(job) and running and not job["spec"].get("suspend"):
+            path = f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}"
+            resp = kube.request("PATCH", path, body={"spec": {"suspend": True}},
+                                content_type="application/merge-patch+json")  # fmt: skip
+            if resp.status == 200:
+                suspended.append(job["metadata"]["name"])
+    return suspended

@@ -20,6 +20,11 @@ TRAINING = [
 PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")
 
 
+def training_jobs(rendered: Any) -> list[Any]:
+    """The rendered Jobs of the training roles: every Job but the start watch's (dl-common.startWatch)."""
+    return [job for job in rendered.of_kind("Job") if not job.name.endswith("-start-watch")]
+
+
 def refusal(render: Any, chart: str, **kwargs: Any) -> str:
     """helm's stderr for a render of ``chart`` (with the ``render`` fixture) that must be refused; never a
     template panic."""

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Render the shell scripts of dl-common (scripts/*.sh) into templates/_shell.tpl, one define each.
+"""Render the scripts of dl-common (scripts/*.sh, and scripts/*.py but this one: the start watch's Python) into
+templates/_shell.tpl, one define each.
 
 The scripts are real files so that shellcheck reads them (`make lint`); helm cannot read a library chart's
 files from the chart that depends on it, so this script writes them into a template, which is committed:
@@ -93,7 +94,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="report drift instead of writing")
     args = parser.parse_args()
     try:
-        new = render(sorted(HERE.glob("*.sh")))
+        new = render(sorted([*HERE.glob("*.sh"), *(p for p in HERE.glob("*.py") if p.name != "build.py")]))
     except ScriptError as exc:
         print(f"{HERE}: {exc}", file=sys.stderr)
         return 2
@@ -101,7 +102,7 @@ def main() -> int:
     if new == old:
         return 0
     if args.check:
-        print(f"{OUT}: differs from {HERE}/*.sh; run: python charts/dl-common/scripts/build.py")
+        print(f"{OUT}: differs from {HERE}/*.sh and *.py; run: python charts/dl-common/scripts/build.py")
         return 1
     OUT.write_text(new)
     print(f"{OUT}: updated")

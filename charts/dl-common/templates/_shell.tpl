@@ -204,6 +204,213 @@ done
 {{- end -}}
 
 {{/*
+dl-common.startWatch.script: Python 3 (standard library only) run by the release's start watch
+(dl-common.startWatch). Every DL_START_INTERVAL seconds it reads the release's Jobs (DL_START_JOBS,
+"<job>:<count> ...") and pods from the API server with the pod's service account token. A pod counts as
+started once its main container (the first one) has run. When an index of a Job that started at least
+DL_START_TIMEOUT seconds ago has no started pod, it names each such pod's role, name and reason (the image
+pull error, the scheduler's message, the failed init container, ...), writes that into the annotation
+DL_START_ANNOTATION of every unfinished Job of the release and sets their activeDeadlineSeconds to 1: the Job
+controller then fails them all (DeadlineExceeded) and deletes every pod, the stuck ones too. Pods without a
+node count only when DL_START_UNBOUND is 1 (no gang scheduler, no elastic minimum: a pod that waits for
+its gang holds nothing). It exits 0 once every index has started, or every Job has finished, or after it
+failed the release; 1 when the API server keeps refusing it. Suspended Jobs (a queue) are not timed. It reaches
+the API server through the kubernetes Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
+Source: scripts/start_watch.py.
+*/}}
+{{- define "dl-common.startWatch.script" -}}
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime
+from ssl import create_default_context
+
+ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+ENV = os.environ
+NAMESPACE = ENV["DL_NAMESPACE"]
+RELEASE = ENV["DL_RELEASE"]
+TIMEOUT = int(ENV["DL_START_TIMEOUT"])
+INTERVAL = int(ENV["DL_START_INTERVAL"])
+UNBOUND = ENV.get("DL_START_UNBOUND") == "1"
+ANNOTATION = ENV["DL_START_ANNOTATION"]
+JOBS = {g.rpartition(":")[0]: int(g.rpartition(":")[2]) for g in ENV["DL_START_JOBS"].split()}
+HOST = ENV.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
+PORT = ENV.get("KUBERNETES_SERVICE_PORT", "443")
+API = ENV.get("DL_START_API") or "https://{}:{}".format(f"[{HOST}]" if ":" in HOST else HOST, PORT)
+TLS = create_default_context(cafile=ACCOUNT + "/ca.crt")
+FINISHED = ("Complete", "SuccessCriteriaMet", "Failed", "FailureTarget")
+IN_PROGRESS = (None, "ContainerCreating", "PodInitializing")
+
+
+def say(text):
+    print("start-watch: " + text, flush=True)
+
+
+def call(method, path, body=None):
+    with open(ACCOUNT + "/token") as f:  # read each time: the kubelet rotates it
+        token = f.read().strip()
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(API + path, data=data, method=method)
+    request.add_header("Authorization", "Bearer " + token)
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", "application/merge-patch+json")
+    with urllib.request.urlopen(request, context=TLS, timeout=30) as response:
+        return json.load(response)
+
+
+def seconds(stamp):
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def finished(job):
+    return any(
+        c.get("type") in FINISHED and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+def failed(pod):
+    return pod["status"].get("phase") == "Failed"
+
+
+def main_started(pod):
+    main = (pod["spec"].get("containers") or [{}])[0].get("name")
+    for status in pod["status"].get("containerStatuses") or []:
+        if status["name"] != main:
+            continue
+        state, last = status.get("state") or {}, status.get("lastState") or {}
+        if state.get("running"):
+            return True
+        for ended in (state.get("terminated"), last.get("terminated")):
+            if ended and ended.get("reason") != "StartError":
+                return True
+    return False
+
+
+def why(pod):
+    """(rank, reason) of a pod whose main container has not started: rank 0 for what will not fix itself
+    soon (an image that cannot be pulled, no node, a failed init container), 1 for what is still under way."""
+    status = pod["status"]
+    main = (pod["spec"].get("containers") or [{}])[0].get("name")
+    for c in status.get("containerStatuses") or []:
+        waiting = (c.get("state") or {}).get("waiting") or {}
+        if c["name"] == main and waiting.get("reason") not in IN_PROGRESS:
+            return 0, f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+    for c in status.get("initContainerStatuses") or []:
+        state = c.get("state") or {}
+        ended, waiting = state.get("terminated") or {}, state.get("waiting") or {}
+        if ended and ended.get("exitCode", 0) != 0:
+            return 0, f"init container {c['name']} failed ({ended.get('reason')}, exit code {ended['exitCode']})"
+        if waiting.get("reason") not in IN_PROGRESS:
+            return 0, f"init container {c['name']}: {waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+        if state.get("running"):
+            return 1, f"init container {c['name']} still running"
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return 0, f"{condition.get('reason') or 'Unschedulable'}: {condition.get('message', '')}"
+    if failed(pod):
+        return 0, f"pod failed: {status.get('reason', '')} {status.get('message', '')}".strip()
+    return 1, f"{status.get('phase')}, main container not started yet"
+
+
+def stuck(jobs, pods, started, now):
+    """[(rank, text)] for every index past its deadline without a started pod."""
+    found = []
+    for name, count in JOBS.items():
+        job = jobs[name]
+        begun = (job.get("status") or {}).get("startTime")
+        if finished(job) or (job.get("spec") or {}).get("suspend") or not begun or now < seconds(begun) + TIMEOUT:
+            continue
+        for index in range(count):
+            if (name, index) in started:
+                continue
+            mine = pods.get((name, index), [])
+            own = [p for p in mine if UNBOUND or p["spec"].get("nodeName") or failed(p)]
+            if not own:
+                if not mine:
+                    found.append((0, f"Job {name} index {index}: no pod (kubectl describe job {name} says why)"))
+                continue
+            own.sort(key=lambda p: p["metadata"]["creationTimestamp"], reverse=True)  # newest first
+            ranked = [(*why(p), p) for p in own]
+            rank, reason, pod = next((r for r in ranked if r[0] == 0), ranked[0])
+            role = (pod["metadata"].get("labels") or {}).get("app.kubernetes.io/component", name)
+            found.append((rank, f"role {role}, pod {pod['metadata']['name']}: {reason}"))
+    return found
+
+
+def verdict_of(found):
+    culprits = [text for rank, text in found if rank == 0] or [text for _, text in found]
+    return (
+        f"{len(culprits)} pod(s) of release {RELEASE} did not start their main container within {TIMEOUT}s "
+        f"(peerWait.timeoutSeconds) of their Job's start: " + "; ".join(culprits)
+    )[:4000]
+
+
+def fail(jobs, verdict):
+    """Patch every unfinished Job of the release that does not carry the verdict yet (a watch that stopped halfway
+    through, and its Job started again, finishes the work)."""
+    patch = {"metadata": {"annotations": {ANNOTATION: verdict}}, "spec": {"activeDeadlineSeconds": 1}}
+    for name, job in jobs.items():
+        done = (job["metadata"].get("annotations") or {}).get(ANNOTATION) == verdict
+        if not finished(job) and not (done and (job.get("spec") or {}).get("activeDeadlineSeconds") == 1):
+            call("PATCH", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}", patch)
+            say(f"Job {name}: failed")
+
+
+def main():
+    say(f"every pod of [{ENV['DL_START_JOBS']}] must start its main container within {TIMEOUT}s of its Job's start")
+    started, errors = set(), 0
+    selector = urllib.parse.quote("app.kubernetes.io/instance=" + RELEASE)
+    while True:
+        try:
+            jobs = {name: call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}") for name in JOBS}
+            said = [(j["metadata"].get("annotations") or {}).get(ANNOTATION) for j in jobs.values()]
+            verdict = next((v for v in said if v), None)
+            if verdict:  # this watch, or an earlier pod of it, has failed the release: every Job must carry that
+                fail(jobs, verdict)
+                return 0
+            items = call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={selector}")["items"]
+            errors = 0
+            pods = {}
+            for pod in items:
+                pod["spec"], pod["status"] = pod.get("spec") or {}, pod.get("status") or {}
+                job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
+                index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+                if job not in JOBS or index is None:
+                    continue
+                if main_started(pod):
+                    started.add((job, int(index)))
+                pods.setdefault((job, int(index)), []).append(pod)
+            left = [(n, i) for n, c in JOBS.items() if not finished(jobs[n]) for i in range(c) if (n, i) not in started]
+            if not left:
+                say("every pod of the release has started its main container (or its Job has finished); done")
+                return 0
+            found = stuck(jobs, pods, started, time.time())
+            if found:
+                verdict = verdict_of(found)
+                say("ERROR: " + verdict)
+                say("failing every Job of the release (activeDeadlineSeconds: 1): the Job controller ends all its pods")
+                fail(jobs, verdict)
+                return 0
+        except (OSError, ValueError) as exc:  # urllib's errors are OSErrors; a 403 names the missing permission
+            errors += 1
+            detail = exc.read().decode(errors="replace") if isinstance(exc, urllib.error.HTTPError) else ""
+            say(f"the API server did not answer ({errors} in a row): {exc} {detail}")
+            if errors * INTERVAL >= max(120, 3 * INTERVAL):
+                say("ERROR: giving up; check the Role and RoleBinding of this pod's service account")
+                return 1
+        time.sleep(INTERVAL)
+
+
+sys.exit(main())
+{{- end -}}
+
+{{/*
 dl-common.pod.watchdogScript: POSIX sh run as `sh -c <script> dl-watchdog <program> <args...>` around the
 program of a long-running role (TF parameter servers, MXNet scheduler/servers, ...). It starts the
 program, and every DL_WATCH_INTERVAL seconds checks the pods listed in DL_WATCH_GROUPS ("<job>:<count> ...",

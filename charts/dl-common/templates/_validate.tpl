@@ -84,7 +84,8 @@ digits and '-' become '-'; leading non-letters and trailing '-' dropped), for th
 {{/*
 dl-common.validate.release: the errors in the values every role shares: the names derived from the release
 (dl-common.validate.names, "roles": role -> count), the helper image peerWait.image (used by the
-peer-wait init containers and the helm test pod; dl-common.validate.image) and its resources, and the global values
+peer-wait init containers and the helm test pod; dl-common.validate.image) and its resources, the start watch's
+image and resources (startWatch, when enabled), and the global values
 (dl-common.validate.global). Training charts call it once.
   {{- $errors = include "dl-common.validate.release" (dict "errors" $errors "roles" $roles "context" $) | fromJsonArray -}}
 */}}
@@ -92,6 +93,11 @@ peer-wait init containers and the helm test pod; dl-common.validate.image) and i
 {{- $errors := include "dl-common.validate.names" . | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" .context.Values.peerWait.image "paths" (dict "repository" "peerWait.image.repository" "tag" "peerWait.image.tag")) | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" .context.Values.peerWait.resources "prefix" "peerWait.resources") | fromJsonArray -}}
+{{- $sw := .context.Values.startWatch | default dict -}}
+{{- if $sw.enabled -}}
+{{- $errors = include "dl-common.validate.image" (dict "errors" $errors "image" $sw.image "paths" (dict "repository" "startWatch.image.repository" "tag" "startWatch.image.tag")) | fromJsonArray -}}
+{{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" $sw.resources "prefix" "startWatch.resources") | fromJsonArray -}}
+{{- end -}}
 {{- $errors = include "dl-common.validate.global" (dict "errors" $errors "context" .context) | fromJsonArray -}}
 {{- toJson $errors -}}
 {{- end -}}

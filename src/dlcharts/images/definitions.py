@@ -148,6 +148,21 @@ IMAGES: dict[str, ImageDef] = {
             ),
         ),
         ImageDef(
+            name="python",
+            repository="python",
+            tag="3.13-alpine",
+            stands_for="startWatch.image python:3.13-alpine (the start watch; every training chart)",
+            check="python3 -c 'import json, ssl, urllib.request'",
+            values=tuple(
+                f"{chart}:startWatch.image"
+                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
+            ),
+            differs=(
+                "Debian trixie's python3 3.13 on the root file system the other images share, not Alpine: the start "
+                "watch needs only python3 and its standard library"
+            ),
+        ),
+        ImageDef(
             name="tensorflow",
             repository="tensorflow/tensorflow",
             tag="2.21.0",

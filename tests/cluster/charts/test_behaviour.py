@@ -461,7 +461,7 @@ def test_long_running_roles_end_when_the_workers_end(kube: Kube, cluster: Any, c
             assert pod["metadata"]["name"].startswith(prefix)
             mark_exited(kube, pod)
         ready = wait_ready(kube, release.namespace, release.name)
-        assert set(ready.jobs) == {served_job, *long_jobs}
+        assert set(ready.jobs) == {served_job, *long_jobs, f"{release.name}-start-watch"}
         left = [p for p in pods_of(kube, release) if p["status"].get("phase") in ("Running", "Pending") and pod_gpus(p)]
         assert not left, [p["metadata"]["name"] for p in left]
         if chart != "mxnet-dist":  # MXNet's scheduler and servers hold no GPU; the others' long roles do

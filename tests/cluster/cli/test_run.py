@@ -11,9 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from dlcharts import run
 from dlcharts.cluster import ClusterHandle
-from tests.support import ROOT
+from dlcharts.helm import find_helm
+from dlcharts.install import Kube, Release
+from dlcharts.install.state import job_outcome
+from tests.support import CHARTS, ROOT
 from tests.support import cluster as cluster_env
 
 pytestmark = pytest.mark.cluster
@@ -63,7 +68,16 @@ def test_run_exits_1_with_the_failed_pod_and_its_log(embedded_cluster: ClusterHa
     assert proc.returncode == 1, proc.stdout
     assert re.search(r"^\[doomed-worker-0-\w+/worker\] failing on purpose$", proc.stdout, re.M)
     assert re.search(r"^doomed-worker-0-\w+\s+real-0\s+Failed\s+3\s+\d+s$", proc.stdout, re.M)
-    assert proc.stdout.rstrip().splitlines()[-2:][0] == "jobs: doomed-worker Failed"
+    lines = proc.stdout.rstrip().splitlines()
+    assert "jobs: doomed-worker Failed" in lines
+    # the worker started its program, so the start watch has nothing to say; the run still shows every pod ended
+    assert not any("did not start their main container" in line for line in lines), proc.stdout
+    assert re.fullmatch(r"every pod of the release ended \d+s after the install began", lines[-2]), proc.stdout
+    # the watch, which reaches the API server through the run's relay, does not outlive the run: finished or
+    # suspended (the Job controller ends its pod)
+    with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+        watch = kube.get("/apis/batch/v1/namespaces/run-fails/jobs/doomed-start-watch")
+    assert watch["spec"].get("suspend") or job_outcome(watch), watch["status"]
     assert "job FAILED" in proc.stdout
     assert "release doomed in namespace run-fails failed" in proc.stderr
 
@@ -107,3 +121,46 @@ def test_run_users_own_script_without_building_an_image(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert_own_script_ran(proc.stdout, "cm", "['--from-configmap']")
+
+
+def _kubeconfig_of(admin: Path, namespace: str, account: str, cluster_role: str, out: Path) -> Path:
+    """A kubeconfig for a new service account ``account`` bound, in ``namespace`` only, to ``cluster_role``."""
+    for args in (("create", "serviceaccount", account),
+                 ("create", "rolebinding", account, f"--clusterrole={cluster_role}",
+                  f"--serviceaccount={namespace}:{account}")):  # fmt: skip
+        done = cluster_env.kubectl(admin, "-n", namespace, *args)
+        assert done.returncode == 0, done.stderr
+    token = cluster_env.kubectl(admin, "-n", namespace, "create", "token", account, "--duration=10m")
+    assert token.returncode == 0, token.stderr
+    config = yaml.safe_load(cluster_env.kubectl(admin, "config", "view", "--raw", "--minify", "--flatten").stdout)
+    config["users"] = [{"name": account, "user": {"token": token.stdout.strip()}}]
+    config["contexts"][0]["context"]["user"] = account
+    out.write_text(yaml.safe_dump(config))
+    return out
+
+
+def test_run_as_an_editor_refuses_before_installing_and_names_the_switch(
+    embedded_cluster: ClusterHandle, namespace: str, tmp_path: Path
+) -> None:
+    """Someone bound to Kubernetes' 'edit' ClusterRole in a namespace may not create the start watch's Role and
+    RoleBinding: `dlcharts run` (asking the API server with a SelfSubjectAccessReview) refuses before Helm creates
+    anything, naming --set startWatch.enabled=false; with that switch, or as 'admin' there, the check passes."""
+    admin = Path(embedded_cluster.kubeconfig)
+    editor = _kubeconfig_of(admin, namespace, "editor", "edit", tmp_path / "editor")
+    owner = _kubeconfig_of(admin, namespace, "owner", "admin", tmp_path / "owner")
+    proc = dlcharts("run", "charts/tensorflow-dist", "--kubeconfig", str(editor), "--namespace", namespace,
+                    "--release", "rights", "--set", "worker=2", timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stdout
+    assert f"namespace {namespace}: you may not create roles.rbac.authorization.k8s.io or rolebindings." in proc.stderr
+    assert "--set startWatch.enabled=false" in proc.stderr
+    with Kube.from_kubeconfig(admin) as kube:  # nothing was created: no release record, no object of the chart
+        for path in ("/api/v1/namespaces/{}/secrets", "/apis/batch/v1/namespaces/{}/jobs",
+                     "/api/v1/namespaces/{}/configmaps", "/api/v1/namespaces/{}/services"):  # fmt: skip
+            assert kube.items(path.format(namespace), label_selector="app.kubernetes.io/instance=rights") == []
+        assert kube.items(f"/api/v1/namespaces/{namespace}/secrets", label_selector="owner=helm") == []
+    values = run.cpu_values("tensorflow-dist", real_node=False)
+    chart = CHARTS / "tensorflow-dist"
+    for kubeconfig, args in ((editor, ("--set", "startWatch.enabled=false")), (owner, ())):
+        with Kube.from_kubeconfig(kubeconfig) as kube:
+            release = Release(find_helm(), kubeconfig, "rights", namespace)
+            run.check_start_watch_rights(kube, release, chart, values, args)  # no error

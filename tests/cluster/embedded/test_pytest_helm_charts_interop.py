@@ -52,7 +52,7 @@ def test_a_chart_in_a_namespace_from_the_factory(kube_cluster, namespace_factory
         install(kube, release, ChartSource(Path(os.environ["INTEROP_CHART"]), set_values=("worker=2",)))
         ready = wait_ready(kube, name, "interop")
         jobs = pykube.Job.objects(kube_cluster.kube_client).filter(namespace=name)
-        assert {job.name for job in jobs} == {"interop-worker"}
+        assert {job.name for job in jobs} == {"interop-worker", "interop-start-watch"}
         Path(os.environ["INTEROP_OUT"]).write_text(json.dumps({
             "uid": seen["metadata"]["uid"],
             "workers": ready.nodes_of("Job/interop-worker"),

@@ -72,7 +72,8 @@ def test_images_list_names_each_local_reference(capsys: pytest.CaptureFixture[st
 def test_unknown_image_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["images", "build", "tensorflo"]) == 2
     assert (
-        "unknown image tensorflo; known: busybox, tensorflow, mxnet, pytorch, horovod, cntk" in capsys.readouterr().out
+        "unknown image tensorflo; known: busybox, python, tensorflow, mxnet, pytorch, horovod, cntk"
+        in capsys.readouterr().out
     )
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from dlcharts.podenv import main_container, start_container
 from tests.support import CHARTS
-from tests.support.charts import TRAINING, refusal
+from tests.support.charts import TRAINING, refusal, training_jobs
 
 MPI = [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING]
 NON_MPI = [c for c in TRAINING if c not in MPI]
@@ -69,7 +69,7 @@ def program(container: dict) -> list[str]:
 
 
 def jobs(rendered) -> dict[str, dict]:
-    return {job.name: job.body for job in rendered.of_kind("Job")}
+    return {job.name: job.body for job in training_jobs(rendered)}
 
 
 def pod_spec(job: dict) -> dict:

@@ -13,7 +13,7 @@ from dlcharts.podenv import container_env, main_container, start_container
 from dlcharts.policies import pod_specs
 from dlcharts.suite import all_scenarios
 from tests.support import CHARTS
-from tests.support.charts import TRAINING
+from tests.support.charts import TRAINING, training_jobs
 
 
 def non_pod_objects(rendered):
@@ -62,15 +62,16 @@ def test_one_network_policy_admits_only_the_release_and_turning_it_off_is_caught
         "policyTypes": ["Ingress"],  # egress (DNS, the API server, storage) is left alone
         "ingress": [{"from": [{"podSelector": {"matchLabels": release}}]}],
     }
-    # every pod of the release, the helm test hook included, is selected and admitted
-    pods = [pod for obj in rendered for pod in pod_specs(obj)]
+    # every pod of the release, the helm test hook included, is selected and admitted; the start watch is no pod
+    # of the training (it listens on nothing)
+    pods = [pod for obj in rendered for pod in pod_specs(obj) if obj.name != "job-a-start-watch"]
     assert pods and all(release.items() <= pod.labels.items() for pod in pods)
     extra = render(CHARTS / chart, values={"networkPolicy": {"extraIngress": [SCRAPER]}}, release="job-a")
     assert extra.of_kind("NetworkPolicy")[0].body["spec"]["ingress"][1:] == [SCRAPER]
     off = render(CHARTS / chart, set=["networkPolicy.enabled=false"])
     assert off.of_kind("NetworkPolicy") == []
     caught = {f.object for f in find_problems(off) if f.check == "network-policy"}
-    assert caught == {job.ref() for job in off.of_kind("Job")}
+    assert caught == {job.ref() for job in training_jobs(off)}  # the start watch listens on nothing
 
 
 # The most one object may hold: etcd's default request limit (--max-request-bytes), 1.5 MiB, which the API server
@@ -144,7 +145,7 @@ def test_names_yaml_reads_as_numbers_stay_strings(render):
     gang = {"scheduler": "volcano", "schedulerName": "1", "queue": "2", "priorityClassName": "3"}
     values = {"defaults": {"priorityClassName": "0"}, "gang": gang}
     rendered = render(CHARTS / "mxnet-dist", values=values)
-    for job in rendered.of_kind("Job"):
+    for job in training_jobs(rendered):
         spec = job.body["spec"]["template"]["spec"]
         assert (spec["priorityClassName"], spec["schedulerName"]) == ("0", "1"), job.ref()
     (group,) = rendered.of_kind("PodGroup")
@@ -162,7 +163,7 @@ def tf_configs(rendered):
     """(role, index, TF_CONFIG dict) for every pod of the release, as its program receives it: the pod's
     entrypoint wrapper run with the env the kubelet hands over and the release's cluster ConfigMap."""
     cluster = rendered.get("ConfigMap", f"{rendered.request.release}-cluster").body["data"]
-    for job in rendered.of_kind("Job"):
+    for job in training_jobs(rendered):
         count = job.body["spec"]["completions"]
         for index in range(count):
             started = start_container(main_container(job.body), index, cluster)

@@ -3,12 +3,19 @@ what it prints, and how its command line passes helm arguments through (tests/cl
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from dlcharts import run
 from dlcharts.cli import build_parser, main
 from dlcharts.cluster import node
+from dlcharts.errors import DLChartsError
+from dlcharts.helm import find_helm
 from dlcharts.images.definitions import IMAGES
+from dlcharts.install import Release
+from dlcharts.install.kube import Response
 from tests.support import CHARTS
 
 
@@ -37,7 +44,7 @@ def test_cpu_values_are_fresh_copies() -> None:
 
 def test_local_images_name_existing_values_of_the_chart() -> None:
     paths = dict((path, image.name) for image, path in run.local_images("tensorflow-dist"))
-    assert paths == {"defaults.image": "tensorflow", "peerWait.image": "busybox"}
+    assert paths == {"defaults.image": "tensorflow", "peerWait.image": "busybox", "startWatch.image": "python"}
     assert run.local_images("no-such-chart") == []
 
 
@@ -144,3 +151,131 @@ def test_pods_deleted_by_their_job_keep_their_row_as_deleted() -> None:
     table = run.summary(run.RunResult(True, 50, pods, {"tf-train-worker": "SuccessCriteriaMet"}, settled_seconds=0))
     assert "Deleted: removed by its Job before it ended (success policy met, or failed); EXIT as last seen" in table
     assert "Deleted" not in run.summary(run.RunResult(True, 50, pods[:1], {"tf-train-worker": "Complete"}))
+
+
+def test_the_start_watch_is_left_out_of_the_pods_and_its_verdict_ends_a_failed_summary() -> None:
+    watch = _pod("tf-train-start-watch-x", "Succeeded", 0)
+    watch["metadata"]["labels"] = {"app.kubernetes.io/component": "start-watch"}  # type: ignore[index]
+    pods = run._pods(_Listing(_pod("w-0", "Running", None), watch), "ns", "tf-train")  # type: ignore[arg-type]
+    assert [p.name for p in pods] == ["w-0"]
+    aftermath = [
+        "start watch: 1 pod(s) of release tf-train did not start ...",
+        "every pod of the release ended 80s ...",
+    ]
+    result = run.RunResult(False, 90, pods, {"tf-train-worker": "Failed"}, "the problem", aftermath=aftermath)
+    assert run.summary(result).splitlines()[-3:] == [*aftermath, "job FAILED in 90s"]
+
+
+def test_cpu_values_run_the_start_watch_on_the_real_node_only_through_a_relay() -> None:
+    assert run.cpu_values("tensorflow-dist", "127.0.0.1:5000")["startWatch"] == {"enabled": False}
+    relayed = run.cpu_values("tensorflow-dist", "127.0.0.1:5000", api_server="https://10.250.7.1:40123")
+    assert relayed["startWatch"] == {"apiServer": "https://10.250.7.1:40123"}
+    assert "startWatch" not in run.cpu_values("tensorflow-dist", real_node=False)  # another cluster: the chart's own
+
+
+class _Reviews:
+    """The API server's answers to SelfSubjectAccessReviews: ``allowed`` names the resources the caller may create;
+    ``asked`` records each review's attributes."""
+
+    def __init__(self, *allowed: str) -> None:
+        self.allowed = set(allowed)
+        self.asked: list[dict[str, str]] = []
+
+    def request(self, method: str, path: str, *, body: dict[str, Any]) -> Response:
+        assert (method, path) == ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+        assert body["kind"] == "SelfSubjectAccessReview"
+        attributes = body["spec"]["resourceAttributes"]
+        self.asked.append(attributes)
+        return Response(201, {**body, "status": {"allowed": attributes["resource"] in self.allowed}}, [])
+
+
+def _release(tmp_path: Path) -> Release:
+    return Release(find_helm(), tmp_path / "kubeconfig", "rights", "team-a")  # helm template reads no cluster
+
+
+def test_the_start_watch_needs_the_right_to_create_its_role_and_binding_or_the_switch(tmp_path: Path) -> None:
+    """`dlcharts run` asks the API server before installing; under 'edit' it refuses, naming the way out."""
+    values = run.cpu_values("tensorflow-dist", real_node=False)  # the chart's default: the start watch is on
+    kube = _Reviews("serviceaccounts")
+    with pytest.raises(DLChartsError) as refused:
+        run.check_start_watch_rights(kube, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "namespace team-a: you may not create roles.rbac.authorization.k8s.io or rolebindings." in message
+    assert "--set startWatch.enabled=false" in message and "'edit' has not" in message
+    assert "Nothing was installed" in message
+    assert kube.asked == [
+        {"namespace": "team-a", "verb": "create", "group": "rbac.authorization.k8s.io", "resource": resource}
+        for resource in ("roles", "rolebindings")
+    ]
+
+    only_roles = _Reviews("roles")
+    with pytest.raises(DLChartsError, match=r"you may not create rolebindings\.rbac\.authorization\.k8s\.io there"):
+        run.check_start_watch_rights(only_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+
+    admin = _Reviews("roles", "rolebindings")
+    run.check_start_watch_rights(admin, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+    assert len(admin.asked) == 2
+
+    switched_off = _Reviews()  # the switch, among the user's helm arguments: nothing to ask
+    args = ("--set", "worker=2", "--set", "startWatch.enabled=false")
+    run.check_start_watch_rights(switched_off, _release(tmp_path), CHARTS / "tensorflow-dist", values, args)  # type: ignore[arg-type]
+    assert switched_off.asked == []
+
+
+class _Watches:
+    """The release's Jobs and the start watch's pods, as run.suspend_start_watch reads them; the PATCHes it sends."""
+
+    def __init__(self, jobs: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+        self.jobs, self.pods = jobs, pods
+        self.patched: list[tuple[str, str, dict[str, Any], str]] = []
+
+    def items(self, path: str, label_selector: str) -> list[dict[str, Any]]:
+        if path == "/apis/batch/v1/namespaces/ns/jobs":
+            assert label_selector == "app.kubernetes.io/instance=tf"
+            return self.jobs
+        assert (path, label_selector) == ("/api/v1/namespaces/ns/pods", "app.kubernetes.io/component=start-watch")
+        return self.pods
+
+    def request(self, method: str, path: str, *, body: dict[str, Any], content_type: str) -> Response:
+        self.patched.append((method, path, body, content_type))
+        return Response(200, {}, [])
+
+
+def _job(name: str, component: str, *conditions: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/component": component}},
+        "spec": {},
+        "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]},
+    }
+
+
+def _watch_pod(job: str, phase: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{job}-x", "ownerReferences": [{"kind": "Job", "name": job, "controller": True}]},
+        "status": {"phase": phase},
+    }
+
+
+def test_the_end_of_a_run_suspends_a_start_watch_that_still_runs_and_nothing_else(tmp_path: Path) -> None:
+    release = Release(find_helm(), tmp_path / "kubeconfig", "tf", "ns")
+    running = _Watches([_job("tf-worker", "worker"), _job("tf-start-watch", "start-watch")],
+                       [_watch_pod("tf-start-watch", "Running")])  # fmt: skip
+    assert run.suspend_start_watch(running, release) == ["tf-start-watch"]  # type: ignore[arg-type]
+    assert running.patched == [("PATCH", "/apis/batch/v1/namespaces/ns/jobs/tf-start-watch",
+                                {"spec": {"suspend": True}}, "application/merge-patch+json")]  # fmt: skip
+    # a watch whose pod has ended, or that has acted (its verdict is on the Jobs), finishes as it did
+    verdict = {run.START_FAILURE: "1 pod(s) of release tf did not start ..."}
+    for jobs, pods in (
+        ([_job("tf-start-watch", "start-watch")], [_watch_pod("tf-start-watch", "Succeeded")]),
+        ([_job("tf-start-watch", "start-watch", "Complete")], [_watch_pod("tf-start-watch", "Running")]),
+        ([_job("tf-worker", "worker")], [_watch_pod("tf-worker", "Running")]),
+        (
+            [
+                {**_job("tf-worker", "worker", "Failed"), "metadata": {"name": "tf-worker", "annotations": verdict}},
+                _job("tf-start-watch", "start-watch"),
+            ],
+            [_watch_pod("tf-start-watch", "Running")],
+        ),  # fmt: skip
+    ):
+        left = _Watches(jobs, pods)
+        assert run.suspend_start_watch(left, release) == [] and left.patched == []  # type: ignore[arg-type]
