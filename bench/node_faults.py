@@ -30,7 +30,8 @@ import time
 import uuid
 from typing import Any
 
-from bench import common, model
+from bench import common, model, results
+from bench.real_runs import SECTION, TITLE
 from dlcharts import run
 from dlcharts.cluster import ClusterConfig, faults
 from dlcharts.cluster.embedded import ClusterHandle, EmbeddedCluster
@@ -87,6 +88,23 @@ def _first_pod_nodes(kube: Kube, namespace: str) -> set[str]:
     }
 
 
+def _first_failure(kube: Kube, namespace: str, since: float | None) -> list[Any] | None:
+    """[seconds after ``since``, pod] of the first main container of the release that ended with an error after the
+    fault (the survivors' verdict), or None."""
+    if since is None:
+        return None
+    ends = []
+    for pod in kube.items(f"/api/v1/namespaces/{namespace}/pods"):
+        main = pod["spec"]["containers"][0]["name"]
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            ended = (status.get("state") or {}).get("terminated") or {}
+            if status["name"] == main and ended.get("exitCode") and ended.get("finishedAt"):
+                at = run._time(ended["finishedAt"]).timestamp() - since
+                if at > 0:
+                    ends.append([round(at, 1), pod["metadata"]["name"]])
+    return min(ends) if ends else None
+
+
 def one(handle: ClusterHandle, name: str, fault: str, cap: float) -> dict[str, Any]:
     case = CHARTS[name]
     registry = handle.images.registry if handle.images else ""
@@ -104,7 +122,7 @@ def one(handle: ClusterHandle, name: str, fault: str, cap: float) -> dict[str, A
                 found["error"] = f"no node of {case.victim} apart from {sorted(avoid)}"
                 return
             node = faults.real_node(handle.state_dir, handle.name, victim)
-            found["node"], found["at"] = victim, time.monotonic()
+            found["node"], found["at"], found["at_wall"] = victim, time.monotonic(), time.time()
             (faults.lose if fault == "lose" else faults.isolate)(node)
             while "ended" not in found:  # when the node turns NotReady (the lifecycle controller's verdict)
                 ready = [
@@ -133,6 +151,7 @@ def one(handle: ClusterHandle, name: str, fault: str, cap: float) -> dict[str, A
         result = run.run_job(kube, release, path, values, case.helm_args, timeout=cap, write=write)
         found["ended"] = time.monotonic()
         nodes_now = {p.name: p.node for p in result.pods}
+        first_failure = _first_failure(kube, namespace, found.get("at_wall"))
         if "node" in found:
             node = faults.real_node(handle.state_dir, handle.name, found["node"])
             if fault == "lose":
@@ -154,6 +173,7 @@ def one(handle: ClusterHandle, name: str, fault: str, cap: float) -> dict[str, A
         "jobs": result.jobs,
         "verdict_s": round(found["ended"] - found["at"], 1) if "at" in found else None,
         "not_ready_s": round(found["not_ready"], 1) if "not_ready" in found else None,
+        "first_failure_s": first_failure,
         "settled_s": result.settled_seconds,
         "problem": result.problem.splitlines()[0] if result.problem else "",
         "pods": [[p.name, p.node, p.phase, p.exit_code] for p in result.pods],
@@ -163,20 +183,36 @@ def one(handle: ClusterHandle, name: str, fault: str, cap: float) -> dict[str, A
 
 
 COLUMNS = [
-    model.column("chart (values)", align="left"),
+    model.column("case", align="left"),
+    model.column("values", align="left"),
     model.column("fault", align="left"),
+    model.column("node NotReady after s", "{:.0f}"),
+    model.column("first pod failed after s", "{:.0f}"),
     model.column("verdict", align="left"),
     model.column("fault → verdict s", "{:.0f}"),
-    model.column("node NotReady after s", "{:.0f}"),
-    model.column("what ended it", align="left"),
 ]
 
 
 def rows_of(runs: list[dict[str, Any]]) -> list[list[Any]]:
     return [
-        [f"{r['case']}", r["fault"], r["verdict"], r["verdict_s"], r["not_ready_s"], r.get("why", r["problem"][:120])]
+        [
+            r["case"], f"`{r['args']}`", r["fault"], r["not_ready_s"],
+            (r.get("first_failure_s") or [None])[0], r["verdict"], r["verdict_s"],
+        ]
         for r in runs
-    ]
+    ]  # fmt: skip
+
+
+def report(runs: list[dict[str, Any]]) -> None:
+    caption = (
+        "`python -m bench.node_faults` on 2 real nodes: the fault hits the node of a pod that is not rank 0, the "
+        "launcher or the chief, after the job's first logged step; times from the fault. verdict: the Jobs' end, or "
+        "cap (the bench's limit; the job was still running). NotReady: the node lifecycle controller's verdict "
+        "(grace 50 s). First pod failed: the first main container that ended with an error after the fault."
+    )
+    block = model.table("faults", COLUMNS, rows_of(runs), caption=caption)
+    model.update(SECTION, [block], title=TITLE, by="`python -m bench.real_runs`, `python -m bench.node_faults`")
+    results.write()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             {k: row[k] for k in ("case", "fault", "node", "verdict", "verdict_s", "not_ready_s", "problem")}, flush=True
         )
+    report(done)
     return 0
 
 
