@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from dlcharts.cluster import binaries
+from dlcharts.cluster import binaries, faults
 from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from dlcharts.cluster.config import ClusterConfig
@@ -48,8 +48,6 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 def cmd_fault(args: argparse.Namespace) -> int:
     """``dlcharts cluster fault ACTION NODE``: a fault of a running cluster's real node (dlcharts.cluster.faults)."""
-    from dlcharts.cluster import faults
-
     cluster = EmbeddedCluster(ClusterConfig(name=args.name))
     if not cluster.is_running():
         print(
@@ -205,7 +203,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "as in a power loss); restore: clean it up and start it again (a rebooted host); isolate: drop the traffic "
         "between its pods and the other nodes' (a partition); rejoin: undo isolate.",
     )  # fmt: skip
-    fault.add_argument("fault", choices=["lose", "restore", "isolate", "rejoin"])
+    fault.add_argument("fault", choices=faults.ACTIONS)
     fault.add_argument("node", metavar="NODE", help="a real node of the cluster: real-0, real-1, ...")
     fault.set_defaults(func=cmd_fault)
 

@@ -87,7 +87,12 @@ def _route_between_nodes(network: Network) -> None:
 
 
 def _delete_rules(network: Network) -> None:
-    for rule in _rules(network):
+    _delete(_rules(network))
+
+
+def _delete(rules: list[list[str]]) -> None:
+    """Delete every copy of each of ``rules`` (``ip rule`` arguments); none there is fine."""
+    for rule in rules:
         while host.run(["ip", "-4", "rule", "del", *rule], check=False).returncode == 0:
             pass
 
@@ -110,9 +115,7 @@ def isolate(network: Network) -> None:
 
 def rejoin(network: Network) -> None:
     """Undo :func:`isolate`. Safe when the node is not isolated."""
-    for rule in _isolation_rules(network):
-        while host.run(["ip", "-4", "rule", "del", *rule], check=False).returncode == 0:
-            pass
+    _delete(_isolation_rules(network))
 
 
 def _namespace_up(node: NodeLayout) -> None:
