@@ -6,6 +6,9 @@ no built-in asynchronous parameter server. Rank 0 decides when the timed section
 steps, through one all-reduce of a flag).
 
 Every rank prints one line `fwbench {json}`: its timed batches over its timed wall time.
+
+With --steps N it trains exactly N timed steps instead (the sweep of bench/sweep.py), and rank 0 prints the loss
+averaged over the ranks every --log-every steps as Katib's metrics collector reads them: `step=10 loss=2.1`.
 """
 
 import argparse
@@ -54,6 +57,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", choices=["lenet", "lstm"], required=True)
     parser.add_argument("--seconds", type=float, default=25, help="length of the timed section")
+    parser.add_argument("--steps", type=int, default=0, help="train exactly this many timed steps (0: --seconds)")
+    parser.add_argument("--log-every", type=int, default=10, help="with --steps: rank 0 prints step=K loss=X")
     parser.add_argument("--warmup", type=int, default=10, help="untimed batches")
     parser.add_argument("--batch-size", type=int, default=0, help="0: 64 for lenet, 20 for lstm")
     parser.add_argument("--seq-len", type=int, default=20)
@@ -68,12 +73,15 @@ def main():
     torch.set_num_interop_threads(args.threads)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(rank)
     log(f"rank {rank}/{world} on {socket.gethostname()}, PyTorch {torch.__version__}")
     if args.model == "lenet":
         batch = args.batch_size or 64
         model = LeNet5()
-        data = torch.rand(batch, 1, 28, 28)
+        # learnable: each class adds its own fixed pattern (the same on every rank) to noise
+        patterns = torch.rand(10, 1, 28, 28, generator=torch.Generator().manual_seed(0))
         labels = torch.randint(0, 10, (batch,))
+        data = 0.5 * torch.rand(batch, 1, 28, 28) + 0.5 * patterns[labels]
     else:
         batch = args.batch_size or 20
         model = WordLSTM(args.vocab, args.hidden, args.layers)
@@ -99,7 +107,15 @@ def main():
     while True:
         loss = step()
         batches += 1
-        if batches % 10 == 0:
+        if args.steps:
+            if batches % args.log_every == 0 or batches == args.steps:
+                mean = loss.detach().clone()
+                dist.all_reduce(mean)
+                if rank == 0:
+                    print(f"step={batches} loss={float(mean) / world:.6f}", flush=True)
+            if batches == args.steps:
+                break
+        elif batches % 10 == 0:
             stop.fill_(1.0 if rank == 0 and time.time() - start >= args.seconds else 0.0)
             dist.all_reduce(stop)
             if stop.item() > 0:

@@ -349,9 +349,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from dlcharts import run
-
+def _chart_and_kubeconfig(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """`run` and `sweep`: the chart folder and the --kubeconfig file, each checked before anything starts."""
     chart = Path(args.chart)
     if not (chart / "Chart.yaml").is_file():
         raise DLChartsError(
@@ -360,6 +359,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
     if kubeconfig is not None and not kubeconfig.is_file():
         raise DLChartsError(f"--kubeconfig {args.kubeconfig}: no such file")
+    return chart, kubeconfig
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dlcharts import run
+
+    chart, kubeconfig = _chart_and_kubeconfig(args)
     name = run.chart_name(chart)
     result = run.run(
         chart, args.helm_args, helm=find_helm(args.helm), release_name=args.release or name,
@@ -370,6 +376,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(result.problem, file=sys.stderr)
     print(run.summary(result))
     return 0 if result.ok else 1
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from dlcharts import sweep
+
+    chart, kubeconfig = _chart_and_kubeconfig(args)
+    return sweep.sweep_main(
+        chart, Path(args.sweep), args.helm_args, helm=find_helm(args.helm), namespace=args.namespace,
+        out=Path(args.out) if args.out else None, resume=args.resume, keep=args.keep, kubeconfig=kubeconfig,
+        registry=args.registry, cluster_name=args.cluster_name,
+    )  # fmt: skip
 
 
 def write_junit(path: Path, suite_name: str, outcomes: Sequence[Outcome]) -> None:
@@ -496,6 +513,32 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
     run.set_defaults(func=cmd_run, helm_args=[])
 
+    sweep = sub.add_parser(
+        "sweep", allow_abbrev=False, usage="dlcharts sweep CHART --sweep FILE [options] [HELM_ARGS ...]",
+        help="a hyperparameter sweep: trials of a training chart's job in parallel, early stopping, the best trial",
+        description="Run trials of CHART's job as `dlcharts run` does, each a release with the parameters the sweep "
+        "file's algorithm picks, written into the chart's values where the file's `values` say ${name}: at most "
+        "parallelTrials at once, up to maxTrials, failing after maxFailedTrials; metrics read from the logs "
+        "(name=value lines), the median stopping rule, a live table, the best trial and the command that "
+        "reproduces it. Ctrl-C uninstalls the running trials; --resume goes on. The file's format: "
+        "`pydoc dlcharts.sweep` or README.md's Sweeps section.",
+        epilog="example:\n  dlcharts sweep charts/pytorch-dist --sweep lenet.yaml --set worker=2 "
+        "--set-file script=train.py\n\n" + EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    sweep.add_argument("chart", help="a chart folder, such as charts/pytorch-dist")
+    sweep.add_argument("--sweep", required=True, metavar="FILE", help="the sweep file (objective, algorithm, "
+                       "parameters, values, parallelTrials, maxTrials, ...)")  # fmt: skip
+    sweep.add_argument("--out", help="folder of the sweep's state and results (default: sweep-<name>)")
+    sweep.add_argument("--resume", action="store_true", help="go on with the sweep whose state is in --out")
+    sweep.add_argument("--keep", action="store_true", help="keep each finished trial's release (default: uninstall)")
+    sweep.add_argument("-n", "--namespace", default="dlcharts-sweep", help="namespace (default: %(default)s)")
+    sweep.add_argument("--kubeconfig", help="run on this cluster instead of the embedded one")
+    sweep.add_argument("--registry", help="push the local images here (as `dlcharts run --registry`)")
+    sweep.add_argument("--cluster-name", default="dlcharts", help="embedded cluster name (default: %(default)s)")
+    sweep.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
+    sweep.set_defaults(func=cmd_sweep, helm_args=[])
+
     from dlcharts.release import cli as release_cli
 
     release_cli.register(sub)  # release-check, repo build/keygen/verify
@@ -518,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
-        if extra and args.command != "run":
+        if extra and args.command not in ("run", "sweep"):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.helm_args = extra
     except SystemExit as exc:  # --help, --version, or a usage error argparse has printed

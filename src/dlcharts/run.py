@@ -624,7 +624,32 @@ def push_images(chart: str, registry: str, write: Write) -> None:
         write(f"    {path}: {registry}/{image.reference} ({digest.rsplit('@', 1)[-1][:19]}, {took:.0f}s)")
 
 
-def run(
+@dataclasses.dataclass
+class Session:
+    """A cluster made ready for ``chart``'s releases (:func:`session`): the CPU values every release installs first."""
+
+    kube: Kube
+    helm: Helm
+    kubeconfig: Path
+    namespace: str
+    chart: Path
+    values: dict[str, Any]
+    #: the start watch's way to the API server on the embedded cluster (None: the cluster's own, or no watch)
+    api_server: str | None
+
+    def release(self, name: str) -> Release:
+        return Release(self.helm, self.kubeconfig, name, self.namespace)
+
+    def end(self, release: Release, write: Write = print) -> None:
+        """What a release needs once its run is over: its start watch suspended when it reaches the API server only
+        through this session's relay, which ends with the session."""
+        if self.api_server:
+            for job in suspend_start_watch(self.kube, release):
+                write(f"start watch: Job {job} suspended (it needs this run's relay to the API server)")
+
+
+@contextlib.contextmanager
+def session(
     chart: Path,
     helm_args: Sequence[str],
     *,
@@ -634,10 +659,11 @@ def run(
     kubeconfig: Path | None = None,
     registry: str | None = None,
     cluster_name: str = ClusterConfig.name,
-    timeout: float = 900,
     write: Write = print,
-) -> RunResult:
-    """`dlcharts run`: see the module's docstring."""
+) -> Iterator[Session]:
+    """Steps 1 and 2 of the module's docstring, and the namespace: the cluster (the embedded one started or reused,
+    or ``kubeconfig``'s), the start watch's rights checked with ``release_name``, the namespace admitting the chart's
+    pods, the local images pushed. `dlcharts run` installs one release in it, `dlcharts sweep` one per trial."""
     name = chart_name(chart)
     real_node, spread = kubeconfig is None, False
     relay: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
@@ -657,22 +683,42 @@ def run(
         relay = api_relay(handle.server, handle.state_dir, str(handle.real_node["ip"]))
     with Kube.from_kubeconfig(kubeconfig) as kube, relay as api_server:
         values = cpu_values(name, registry, real_node=real_node, api_server=api_server, spread=spread)
-        release = Release(helm, kubeconfig, release_name, namespace)
-        check_start_watch_rights(kube, release, chart, values, helm_args)  # before anything is created
+        ready = Session(kube, helm, kubeconfig, namespace, chart, values, api_server)
+        check_start_watch_rights(kube, ready.release(release_name), chart, values, helm_args)  # before anything
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
             push_images(name, registry, write)
         if api_server:
             write(f"start watch: reaches the API server through {api_server} (the real node's pods have no route)")
+        yield ready
+
+
+def run(
+    chart: Path,
+    helm_args: Sequence[str],
+    *,
+    helm: Helm,
+    release_name: str,
+    namespace: str,
+    kubeconfig: Path | None = None,
+    registry: str | None = None,
+    cluster_name: str = ClusterConfig.name,
+    timeout: float = 900,
+    write: Write = print,
+) -> RunResult:
+    """`dlcharts run`: see the module's docstring."""
+    with session(
+        chart, helm_args, helm=helm, release_name=release_name, namespace=namespace, kubeconfig=kubeconfig,
+        registry=registry, cluster_name=cluster_name, write=write,
+    ) as ready:  # fmt: skip
         shown = " ".join(helm_args)
         write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())
-        for line in yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=100).splitlines():
+        for line in yaml.safe_dump(ready.values, sort_keys=False, default_flow_style=None, width=100).splitlines():
             write(f"    {line}")
-        result = run_job(kube, release, chart, values, helm_args, timeout=timeout, write=write)
-        if api_server:  # the watch reaches the API server only through this process's relay, which ends here
-            for job in suspend_start_watch(kube, release):
-                write(f"start watch: Job {job} suspended (it needs this run's relay to the API server)")
+        release = ready.release(release_name)
+        result = run_job(ready.kube, release, chart, ready.values, helm_args, timeout=timeout, write=write)
+        ready.end(release, write)  # the watch reaches the API server only through this process's relay
         return result
 
 

@@ -1,0 +1,958 @@
+"""`dlcharts sweep CHART --sweep FILE [helm args]`: a hyperparameter sweep of a training chart's job, each trial a
+real release of the chart, with nothing installed in the cluster for it (no Katib, no Trainer).
+
+The sweep file holds what a Katib Experiment holds, in its own words::
+
+    objective:
+      metric: loss              # a name=value the program prints (Katib's stdout format)
+      type: minimize            # or maximize
+      goal: 0.05                # optional: a trial reaching it ends the sweep
+    algorithm: random           # grid, random, or tpe (optuna's TPESampler: pip install 'dlcharts[sweep]')
+    seed: 1
+    parallelTrials: 3           # at most this many releases at once
+    maxTrials: 12
+    maxFailedTrials: 3          # this many failed trials fail the sweep
+    trialTimeoutSeconds: 1800
+    earlyStopping: {rule: median, minTrials: 3, startStep: 4}      # optional
+    parameters:
+      - {name: lr, type: double, min: 0.001, max: 0.3, log: true}
+      - {name: batch, type: categorical, values: [32, 64, 128]}
+      - {name: depth, type: int, min: 1, max: 4}
+    values:                     # the trial template: the chart's values, each ${name} replaced by the trial's value
+      defaults:
+        args: [--lr, "${lr}", --batch-size, "${batch}"]
+
+**How parameters reach the program: through the chart's values, only.** A string that is exactly ``${name}``
+becomes the parameter's value with its type (``benchmark.batchSize: "${batch}"`` is a number); inside a longer
+string it is written out (``"--lr=${lr}"``). So the chart's schema and checks judge every value a trial would
+get: before the first trial, each parameter's extremes (min and max, every categorical value) are rendered, and a
+refusal names the parameter. To pass an environment variable, write it in ``values`` (``defaults.env: [{name:
+LR, value: "${lr}"}]``).
+
+**Metrics** are read from the trial's logs, Katib's way: every ``name=value`` on a line (``step=40 loss=0.31``).
+A trial's observations of a metric come from one pod: the first that printed it. A line's ``step=N``
+gives the observations' step; without one, the count of earlier observations does. The trial's value is its
+last observation. A first trial that ends without printing the objective ends the sweep with the names it did
+print: a misspelt metric is found after one trial, not after a sweep of empty results.
+
+**Early stopping** (``earlyStopping.rule: median``, Katib's median stopping rule): a running trial whose best value
+by step k is worse than the median of the completed trials' running averages up to step k is stopped (its release
+uninstalled), once ``minTrials`` trials have completed and from step ``startStep`` on.
+
+**Concurrency**: at most ``parallelTrials`` trials run at once; this process starts them. Each trial is the
+release ``<sweep name>-<index>`` in the namespace (``-n``), installed with the same CPU values as `dlcharts run`,
+then ``values`` with the trial's parameters, then the helm arguments. A trial succeeds when every Job of its
+release completes; a failed trial (a Job Failed, a refused install, ``trialTimeoutSeconds``) counts against
+``maxFailedTrials``. Every release is uninstalled when its trial ends, unless ``--keep``.
+
+**Results**, in ``--out`` (default ``sweep-<name>``): ``state.json`` (the sweep and every trial: parameters,
+state, observations, times), ``trials.csv``, ``trials/<index>.log`` (each trial's logs), ``best-values.yaml`` and
+``<metric>.png`` (the metric of every trial over steps; with matplotlib). At the end: the best trial, its
+parameters and the command that reproduces it.
+
+**Resumable**: Ctrl-C (or SIGTERM/SIGHUP) uninstalls the running trials' releases and keeps ``state.json``;
+``--resume`` goes on from it: finished trials stay, interrupted ones run again with their parameters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import queue
+import random
+import re
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlcharts.errors import ClusterError, DLChartsError
+from dlcharts.helm import Helm
+
+Write = Callable[[str], None]
+
+ALGORITHMS = ("grid", "random", "tpe")
+TYPES = ("double", "int", "categorical")
+#: trial states; the ones a resumed sweep keeps
+DONE_STATES = ("Succeeded", "Failed", "EarlyStopped", "Stopped")
+#: Katib's stdout metrics format: name=value anywhere on a line
+METRIC = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)=([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])")
+LOG_LINE = re.compile(r"^\[(?P<pod>[^/\]]+)/[^\]]+\] (?P<line>.*)$")
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][\w-]*)\}")
+TOP_KEYS = {
+    "name", "objective", "algorithm", "seed", "parallelTrials", "maxTrials", "maxFailedTrials",
+    "trialTimeoutSeconds", "earlyStopping", "parameters", "values",
+}  # fmt: skip
+
+
+class SweepError(DLChartsError):
+    """A sweep file, a parameter or a metric that cannot work; the message names it and the fix."""
+
+
+# --- the sweep file -------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: str
+    min: float | None = None
+    max: float | None = None
+    log: bool = False
+    step: float | None = None  # grid: the spacing of an int or double range (log: a factor)
+    values: tuple[Any, ...] = ()  # categorical
+
+    @property
+    def env_name(self) -> str:
+        return re.sub(r"\W", "_", self.name).upper()
+
+    def extremes(self) -> list[Any]:
+        """The values the schema check renders: every categorical value, else min and max."""
+        if self.type == "categorical":
+            return list(self.values)
+        return [self.cast(self.min), self.cast(self.max)]
+
+    def cast(self, value: Any) -> Any:
+        return int(round(value)) if self.type == "int" else float(value) if self.type == "double" else value
+
+    def grid(self) -> list[Any]:
+        if self.type == "categorical":
+            return list(self.values)
+        assert self.min is not None and self.max is not None
+        if self.step is None:
+            if self.type == "int":
+                return list(range(int(self.min), int(self.max) + 1))
+            raise SweepError(
+                f"parameter {self.name}: a double range needs `step` for the grid algorithm (the spacing; with "
+                f"log: true, the factor between points), e.g. step: {(self.max - self.min) / 4:g}"
+            )
+        points, value = [], self.min
+        while value <= self.max * (1 + 1e-9):
+            points.append(self.cast(value))
+            value = value * self.step if self.log else value + self.step
+        return list(dict.fromkeys(points))
+
+    def sample(self, rng: random.Random) -> Any:
+        if self.type == "categorical":
+            return rng.choice(self.values)
+        assert self.min is not None and self.max is not None
+        if self.log:
+            value = math.exp(rng.uniform(math.log(self.min), math.log(self.max)))
+        else:
+            value = rng.uniform(self.min, self.max)
+        return min(max(self.cast(value), self.cast(self.min)), self.cast(self.max))
+
+    def as_spec(self) -> dict[str, Any]:
+        out = {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, False, ())}
+        if self.values:
+            out["values"] = list(self.values)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlyStopping:
+    rule: str = "median"
+    min_trials: int = 3
+    start_step: int = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    name: str
+    metric: str
+    maximize: bool
+    goal: float | None
+    algorithm: str
+    seed: int
+    parallel: int
+    max_trials: int
+    max_failed: int
+    trial_timeout: float
+    early_stopping: EarlyStopping | None
+    parameters: tuple[Parameter, ...]
+    values: dict[str, Any]
+    spec: dict[str, Any]  # the file as read: a resumed sweep must be the same
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.maximize else a < b
+
+    def reached_goal(self, value: float) -> bool:
+        return self.goal is not None and (value >= self.goal if self.maximize else value <= self.goal)
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _number(where: str, value: Any, *, integer: bool = False, positive: bool = False) -> Any:
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or (positive and value <= 0):
+        kind = "a whole number" if integer else "a number"
+        raise SweepError(f"{where} is {value!r}: it must be {kind}{' above 0' if positive else ''}")
+    return value
+
+
+def _parameter(where: str, item: Any) -> Parameter:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        raise SweepError(f"{where} is {item!r}: each parameter is a map with a name and a type, e.g. "
+                         f"{{name: lr, type: double, min: 0.001, max: 0.1, log: true}}")  # fmt: skip
+    name, kind = item["name"], item.get("type")
+    where = f"parameter {name}"
+    if not re.fullmatch(r"[A-Za-z_][\w-]*", name):
+        raise SweepError(f"{where}: a name is letters, digits, _ and - (it is written as ${{{name}}} in values)")
+    allowed = {"name", "type"} | ({"values"} if kind == "categorical" else {"min", "max", "log", "step"})
+    if kind not in TYPES:
+        raise SweepError(f"{where}: type is {kind!r}; one of {', '.join(TYPES)}")
+    if unknown := sorted(set(item) - allowed):
+        raise SweepError(f"{where}: unknown key {unknown[0]!r} for type {kind}; its keys: {', '.join(sorted(allowed))}")
+    if kind == "categorical":
+        values = item.get("values")
+        if not isinstance(values, list) or not values or any(isinstance(v, (dict, list)) for v in values):
+            raise SweepError(f"{where}: values must be a list of numbers or strings, e.g. values: [32, 64, 128]")
+        return Parameter(name, kind, values=tuple(values))
+    low = _number(f"{where}: min", item.get("min"), integer=kind == "int")
+    high = _number(f"{where}: max", item.get("max"), integer=kind == "int")
+    log = item.get("log", False)
+    if not isinstance(log, bool):
+        raise SweepError(f"{where}: log is {log!r}; true or false")
+    if low >= high:
+        raise SweepError(f"{where}: min ({low}) must be below max ({high})")
+    if log and low <= 0:
+        raise SweepError(f"{where}: a log range needs min above 0 (it is {low})")
+    step = item.get("step")
+    if step is not None:
+        step = _number(f"{where}: step", step, positive=True)
+        if log and step <= 1:
+            raise SweepError(f"{where}: with log: true, step is the factor between grid points and must exceed 1")
+    return Parameter(name, kind, float(low), float(high), log, None if step is None else float(step))
+
+
+def _placeholders(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set().union(*(_placeholders(v) for v in node.values())) if node else set()
+    if isinstance(node, list):
+        return set().union(*(_placeholders(v) for v in node)) if node else set()
+    return set(PLACEHOLDER.findall(node)) if isinstance(node, str) else set()
+
+
+def load(path: Path) -> Sweep:
+    """Read and check a sweep file; SweepError naming the key and the fix."""
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SweepError(f"--sweep {path}: no such file") from None
+    except yaml.YAMLError as exc:
+        raise SweepError(f"--sweep {path}: not YAML ({exc})") from None
+    if not isinstance(spec, dict):
+        raise SweepError(f"--sweep {path}: a sweep file is a map (objective, algorithm, parameters, values, ...)")
+    if unknown := sorted(set(spec) - TOP_KEYS):
+        raise SweepError(f"{path}: unknown key {unknown[0]!r}; the keys of a sweep file: {', '.join(sorted(TOP_KEYS))}")
+    objective = spec.get("objective")
+    if not isinstance(objective, dict) or not isinstance(objective.get("metric"), str):
+        raise SweepError(f"{path}: objective needs a metric, e.g. objective: {{metric: loss, type: minimize}}")
+    if unknown := sorted(set(objective) - {"metric", "type", "goal"}):
+        raise SweepError(f"{path}: objective: unknown key {unknown[0]!r}; its keys: metric, type, goal")
+    direction = objective.get("type", "minimize")
+    if direction not in ("minimize", "maximize"):
+        raise SweepError(f"{path}: objective.type is {direction!r}; minimize or maximize")
+    goal = objective.get("goal")
+    if goal is not None:
+        _number(f"{path}: objective.goal", goal)
+    algorithm = spec.get("algorithm", "random")
+    if algorithm not in ALGORITHMS:
+        raise SweepError(f"{path}: algorithm is {algorithm!r}; one of {', '.join(ALGORITHMS)}")
+    counts = {key: spec.get(key, default) for key, default in
+              (("parallelTrials", 1), ("maxTrials", 10), ("maxFailedTrials", 3), ("seed", 0))}  # fmt: skip
+    for key, value in counts.items():
+        _number(f"{path}: {key}", value, integer=True, positive=key != "seed")
+    timeout = _number(f"{path}: trialTimeoutSeconds", spec.get("trialTimeoutSeconds", 1800), positive=True)
+    raw = spec.get("parameters")
+    if not isinstance(raw, list) or not raw:
+        raise SweepError(f"{path}: parameters must be a list of at least one parameter")
+    parameters = tuple(_parameter(f"parameters[{i}]", item) for i, item in enumerate(raw))
+    names = [p.name for p in parameters]
+    if dupes := sorted({n for n in names if names.count(n) > 1}):
+        raise SweepError(f"{path}: parameter {dupes[0]} is defined twice")
+    values = spec.get("values")
+    if not isinstance(values, dict) or not values:
+        raise SweepError(f"{path}: values (the trial template: the chart's values with ${{name}} where a parameter "
+                         f"goes) must be a map")  # fmt: skip
+    used = _placeholders(values)
+    if unknown := sorted(used - set(names)):
+        raise SweepError(f"{path}: values use ${{{unknown[0]}}}, which is no parameter; the parameters: "
+                         f"{', '.join(names)}")  # fmt: skip
+    if unused := [n for n in names if n not in used]:
+        raise SweepError(f"{path}: parameter {unused[0]} reaches no value: write ${{{unused[0]}}} where it goes in "
+                         f"values (e.g. defaults.args or defaults.env)")  # fmt: skip
+    stopping = spec.get("earlyStopping")
+    early = None
+    if stopping is not None:
+        if not isinstance(stopping, dict) or stopping.get("rule", "median") != "median":
+            raise SweepError(f"{path}: earlyStopping is {stopping!r}; the rule is median: "
+                             f"{{rule: median, minTrials: 3, startStep: 4}}")  # fmt: skip
+        if unknown := sorted(set(stopping) - {"rule", "minTrials", "startStep"}):
+            raise SweepError(f"{path}: earlyStopping: unknown key {unknown[0]!r}; its keys: rule, minTrials, startStep")
+        early = EarlyStopping(
+            min_trials=_number(f"{path}: earlyStopping.minTrials", stopping.get("minTrials", 3), integer=True,
+                               positive=True),
+            start_step=_number(f"{path}: earlyStopping.startStep", stopping.get("startStep", 4), integer=True,
+                               positive=True),
+        )  # fmt: skip
+    name = spec.get("name", path.stem)
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z]([-a-z0-9]{0,30}[a-z0-9])?", name):
+        raise SweepError(
+            f"{path}: the sweep's name {name!r} (name:, else the file's name) must be a DNS label of at most 32 "
+            f"characters: its trials are the releases <name>-<index>; set name: in the file"
+        )
+    sweep = Sweep(
+        name, objective["metric"], direction == "maximize", goal, algorithm, counts["seed"], counts["parallelTrials"],
+        counts["maxTrials"], counts["maxFailedTrials"], float(timeout), early, parameters, values, spec,
+    )  # fmt: skip
+    if algorithm == "grid":
+        size = math.prod(len(p.grid()) for p in parameters)
+        if size < sweep.max_trials:
+            sweep = dataclasses.replace(sweep, max_trials=size)
+    return sweep
+
+
+def substitute(values: Any, params: dict[str, Any]) -> Any:
+    """``values`` with each ``${name}``: a whole string becomes the value itself, a part of one its text."""
+    if isinstance(values, dict):
+        return {k: substitute(v, params) for k, v in values.items()}
+    if isinstance(values, list):
+        return [substitute(v, params) for v in values]
+    if isinstance(values, str):
+        whole = PLACEHOLDER.fullmatch(values)
+        if whole:
+            return params[whole.group(1)]
+        return PLACEHOLDER.sub(lambda m: _text(params[m.group(1)]), values)
+    return values
+
+
+def placeholder_paths(values: Any, pointer: str = "", dotted: str = "") -> dict[str, list[tuple[str, str]]]:
+    """Where each ``${name}`` stands in ``values``: its JSON pointer (as helm's schema errors say it) and dotted
+    path (as the charts' own refusals do)."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    items = values.items() if isinstance(values, dict) else enumerate(values) if isinstance(values, list) else ()
+    for key, child in items:
+        deeper = f"{dotted}[{key}]" if isinstance(values, list) else f"{dotted}.{key}" if dotted else str(key)
+        for name, where in placeholder_paths(child, f"{pointer}/{key}", deeper).items():
+            found.setdefault(name, []).extend(where)
+    if isinstance(values, str):
+        for name in PLACEHOLDER.findall(values):
+            found.setdefault(name, []).append((pointer, dotted))
+    return found
+
+
+def _text(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+# --- algorithms -----------------------------------------------------------------------------------------------
+
+
+class Suggester:
+    """Parameters for trial ``index``, from the sweep's seed (grid, random) or the finished trials (tpe)."""
+
+    def __init__(self, sweep: Sweep) -> None:
+        self.sweep = sweep
+        self._grid = list(itertools.product(*(p.grid() for p in sweep.parameters))) if sweep.algorithm == "grid" else []
+        self._study: Any = None
+        self._asked: dict[int, Any] = {}  # trial index -> optuna trial
+        if sweep.algorithm == "tpe":
+            try:
+                import optuna
+            except ImportError:
+                raise SweepError(
+                    "algorithm: tpe needs optuna, which the core install leaves out; install it with: "
+                    "pip install 'dlcharts[sweep]' (or use algorithm: random or grid)"
+                ) from None
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+            sampler = optuna.samplers.TPESampler(seed=sweep.seed, n_startup_trials=min(5, sweep.max_trials // 2 or 1))
+            self._study = optuna.create_study(direction="maximize" if sweep.maximize else "minimize", sampler=sampler)
+
+    def _distributions(self) -> dict[str, Any]:
+        import optuna.distributions as d
+
+        out: dict[str, Any] = {}
+        for p in self.sweep.parameters:
+            if p.type == "categorical":
+                out[p.name] = d.CategoricalDistribution(list(p.values))
+            elif p.type == "int":
+                out[p.name] = d.IntDistribution(int(p.min or 0), int(p.max or 0), log=p.log)
+            else:
+                out[p.name] = d.FloatDistribution(p.min or 0.0, p.max or 0.0, log=p.log)
+        return out
+
+    def replay(self, trial: Trial) -> None:
+        """Tell TPE about a trial finished before a resume."""
+        if self._study is None or trial.state not in DONE_STATES:
+            return
+        import optuna
+
+        state = optuna.trial.TrialState
+        value = trial.value
+        complete = trial.state == "Succeeded" and value is not None
+        self._study.add_trial(optuna.trial.create_trial(
+            params=trial.params, distributions=self._distributions(),
+            value=value if complete else None,
+            state=state.COMPLETE if complete else state.PRUNED if trial.state == "EarlyStopped" else state.FAIL,
+        ))  # fmt: skip
+
+    def suggest(self, index: int) -> dict[str, Any]:
+        names = [p.name for p in self.sweep.parameters]
+        if self.sweep.algorithm == "grid":
+            return dict(zip(names, self._grid[index], strict=True))
+        if self.sweep.algorithm == "random":
+            rng = random.Random(f"{self.sweep.seed}:{index}")  # trial i's parameters do not depend on the others
+            return {p.name: p.sample(rng) for p in self.sweep.parameters}
+        asked = self._study.ask(self._distributions())
+        self._asked[index] = asked
+        return {p.name: p.cast(asked.params[p.name]) for p in self.sweep.parameters}
+
+    def tell(self, trial: Trial) -> None:
+        asked = self._asked.pop(trial.index, None)
+        if asked is None:
+            return
+        import optuna
+
+        state = optuna.trial.TrialState
+        if trial.state == "Succeeded" and trial.value is not None:
+            self._study.tell(asked, trial.value)
+        else:
+            self._study.tell(asked, state=state.PRUNED if trial.state == "EarlyStopped" else state.FAIL)
+
+
+# --- trials ---------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Trial:
+    index: int
+    params: dict[str, Any]
+    release: str
+    state: str = "Pending"  # Running, Succeeded, Failed, EarlyStopped, Stopped, Interrupted
+    #: metric -> [(step, value)], from the pod that first printed it
+    observations: dict[str, list[tuple[float, float]]] = dataclasses.field(default_factory=dict)
+    reason: str = ""
+    started: float | None = None  # epoch seconds
+    ended: float | None = None
+    metric: str = ""
+
+    @property
+    def value(self) -> float | None:
+        seen = self.observations.get(self.metric)
+        return seen[-1][1] if seen else None
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.started is None or self.ended is None else self.ended - self.started
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["observations"] = {k: [list(o) for o in v] for k, v in self.observations.items()}
+        out["value"] = self.value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Trial:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        trial = cls(**{k: v for k, v in data.items() if k in fields})
+        trial.observations = {k: [(float(s), float(v)) for s, v in obs] for k, obs in trial.observations.items()}
+        return trial
+
+
+class MetricReader:
+    """Turns a trial's log lines (``[pod/container] text``) into observations (see the module's docstring)."""
+
+    def __init__(self, trial: Trial, lock: threading.Lock, log: Any) -> None:
+        self.trial, self.lock, self.log = trial, lock, log
+        self._pod_of: dict[str, str] = {}  # metric -> the pod whose observations count
+
+    def __call__(self, text: str) -> None:
+        self.log.write(text + "\n")
+        self.log.flush()
+        match = LOG_LINE.match(text)
+        if not match:
+            return
+        pod, pairs = match.group("pod"), METRIC.findall(match.group("line"))
+        if not pairs:
+            return
+        found = {name: float(value) for name, value in pairs}
+        step = found.get("step")
+        with self.lock:
+            for name, value in found.items():
+                if name == "step" or self._pod_of.setdefault(name, pod) != pod:
+                    continue
+                seen = self.trial.observations.setdefault(name, [])
+                seen.append((step if step is not None else float(len(seen) + 1), value))
+
+
+def running_average_until(observations: list[tuple[float, float]], step: float) -> float | None:
+    values = [v for s, v in observations if s <= step]
+    return sum(values) / len(values) if values else None
+
+
+def median_stop(sweep: Sweep, trial: Trial, completed: Sequence[Trial]) -> str:
+    """Katib's median stopping rule: why ``trial`` should stop now, or ""."""
+    rule = sweep.early_stopping
+    seen = trial.observations.get(sweep.metric) or []
+    if rule is None or len(completed) < rule.min_trials or not seen:
+        return ""
+    step = seen[-1][0]
+    if step < rule.start_step:
+        return ""
+    averages = [a for t in completed if (a := running_average_until(t.observations.get(sweep.metric, []), step))
+                is not None]  # fmt: skip
+    if len(averages) < rule.min_trials:
+        return ""
+    median = statistics.median(averages)
+    best = max(v for _, v in seen) if sweep.maximize else min(v for _, v in seen)
+    if sweep.better(median, best):
+        return (f"median rule: best {sweep.metric} {best:.4g} by step {step:g} is worse than the median {median:.4g} "
+                f"of {len(averages)} completed trials' running averages")  # fmt: skip
+    return ""
+
+
+# --- the sweep ------------------------------------------------------------------------------------------------
+
+
+class Runner:
+    """Runs the trials of ``sweep`` on a :class:`dlcharts.run.Session`, keeping ``out/state.json``."""
+
+    def __init__(self, sweep: Sweep, ready: Any, helm_args: Sequence[str], out: Path, *, keep: bool = False,
+                 resume: bool = False, write: Write = print, poll: float = 2.0) -> None:  # fmt: skip
+        self.sweep, self.ready, self.helm_args, self.out = sweep, ready, list(helm_args), out
+        self.keep, self.write, self.poll = keep, write, poll
+        self.lock = threading.Lock()
+        self.events: queue.Queue[int] = queue.Queue()
+        self.stop_requests: dict[int, str] = {}
+        self.threads: dict[int, threading.Thread] = {}
+        self.suggester = Suggester(sweep)
+        self.trials: list[Trial] = []
+        self.verdict = ""
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "trials").mkdir(exist_ok=True)
+        if resume:
+            self._load()
+        self._save()
+
+    @property
+    def state_file(self) -> Path:
+        return self.out / "state.json"
+
+    def _load(self) -> None:
+        data = json.loads(self.state_file.read_text())
+        if data.get("digest") != self.sweep.digest():
+            raise SweepError(f"{self.state_file} belongs to another sweep (its file has changed since): resume with "
+                             f"the same sweep file, or start afresh with another --out")  # fmt: skip
+        for item in data["trials"]:
+            trial = Trial.from_json(item)
+            if trial.state not in DONE_STATES:  # interrupted: runs again with the same parameters
+                trial = Trial(trial.index, trial.params, trial.release, metric=self.sweep.metric)
+            self.trials.append(trial)
+            self.suggester.replay(trial)
+
+    def _save(self) -> None:
+        with self.lock:
+            data = {
+                "digest": self.sweep.digest(), "sweep": self.sweep.spec, "chart": str(self.ready.chart),
+                "helm_args": self.helm_args, "namespace": self.ready.namespace, "verdict": self.verdict,
+                "trials": [t.to_json() for t in self.trials],
+            }  # fmt: skip
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.state_file)
+
+    # one trial, in its own thread
+    def _run(self, trial: Trial) -> None:
+        from dlcharts.install import ChartSource, install, uninstall, wait_uninstalled
+        from dlcharts.run import LogStream, _jobs, replace_release
+
+        ready, release = self.ready, self.ready.release(trial.release)
+        values = substitute(copy.deepcopy(self.sweep.values), trial.params)
+        log = (self.out / "trials" / f"{trial.index}.log").open("w")
+        reader = MetricReader(trial, self.lock, log)
+        try:
+            replace_release(ready.kube, release)  # a trial left behind by a killed sweep
+            with tempfile.TemporaryDirectory(prefix="dlcharts-sweep-") as tmp:
+                cpu, template = Path(tmp) / "cpu-values.yaml", Path(tmp) / "trial-values.yaml"
+                cpu.write_text(yaml.safe_dump(ready.values, sort_keys=False))
+                template.write_text(yaml.safe_dump(values, sort_keys=False))
+                source = ChartSource(ready.chart, values_files=(cpu, template), extra_args=tuple(self.helm_args))
+                with LogStream(release.kubeconfig, release.namespace, release.name, reader):
+                    install(ready.kube, release, source)
+                    state, reason = self._watch(trial, lambda: _jobs(ready.kube, release.namespace, release.name))
+            with self.lock:
+                trial.state, trial.reason = state, reason
+        except (ClusterError, DLChartsError) as exc:
+            with self.lock:
+                trial.state, trial.reason = "Failed", str(exc).splitlines()[0]
+        finally:
+            log.close()
+            interrupted = self.stop_requests.get(trial.index) == "interrupted"
+            with contextlib.suppress(ClusterError, DLChartsError):
+                ready.end(release, lambda _line: None)
+                if not self.keep or interrupted or trial.state in ("EarlyStopped", "Stopped"):
+                    uninstall(ready.kube, release)
+                    wait_uninstalled(ready.kube, release.namespace, release.name, timeout=120)
+            with self.lock:
+                trial.ended = time.time()
+            self.events.put(trial.index)
+
+    def _watch(self, trial: Trial, jobs: Callable[[], dict[str, str]]) -> tuple[str, str]:
+        deadline = time.monotonic() + self.sweep.trial_timeout
+        while True:
+            if (why := self.stop_requests.get(trial.index)) is not None:
+                return ("Interrupted" if why == "interrupted" else "EarlyStopped" if why.startswith("median")
+                        else "Stopped"), why  # fmt: skip
+            states = jobs()
+            if states and all(s in ("Complete", "SuccessCriteriaMet") for s in states.values()):
+                return "Succeeded", ""
+            if failed := sorted(job for job, s in states.items() if s in ("Failed", "FailureTarget")):
+                return "Failed", f"Job {failed[0]} failed"
+            if time.monotonic() > deadline:
+                return "Failed", f"trialTimeoutSeconds ({self.sweep.trial_timeout:g}) passed"
+            time.sleep(self.poll)
+            self.events.put(-1)  # let the main loop look at the new observations
+
+    def _start(self, trial: Trial) -> None:
+        with self.lock:
+            trial.state, trial.started, trial.metric = "Running", time.time(), self.sweep.metric
+        thread = threading.Thread(target=self._run, args=(trial,), name=f"trial-{trial.index}", daemon=True)
+        self.threads[trial.index] = thread
+        thread.start()
+
+    def _next(self) -> Trial | None:
+        for trial in self.trials:
+            if trial.state == "Pending":
+                return trial
+        if len(self.trials) >= self.sweep.max_trials:
+            return None
+        index = len(self.trials)
+        trial = Trial(index, self.suggester.suggest(index), f"{self.sweep.name}-{index}", metric=self.sweep.metric)
+        self.trials.append(trial)
+        return trial
+
+    def _running(self) -> list[Trial]:
+        return [t for t in self.trials if t.state == "Running"]
+
+    def _stop_all(self, why: str) -> None:
+        for trial in self._running():
+            self.stop_requests.setdefault(trial.index, why)
+        for thread in list(self.threads.values()):
+            thread.join()
+
+    def run(self, show: Callable[[Runner], None]) -> int:
+        """The sweep to its end: 0 when it found a best trial, 1 when it failed, 130 when interrupted."""
+        for trial in self.trials:
+            trial.metric = self.sweep.metric
+        try:
+            code = self._loop(show)
+        except KeyboardInterrupt:
+            self.write("interrupted: uninstalling the running trials' releases ...")
+            with _ignoring_interrupts():
+                self._stop_all("interrupted")
+                self.verdict = "interrupted"
+                self._save()
+            return 130
+        self._save()
+        return code
+
+    def _loop(self, show: Callable[[Runner], None]) -> int:
+        finished: set[int] = {t.index for t in self.trials if t.state in DONE_STATES}
+        while True:
+            stopping = bool(self.verdict)
+            while not stopping and len(self._running()) < self.sweep.parallel and (trial := self._next()):
+                self._start(trial)
+                show(self)
+            if not self._running() and (stopping or self._next() is None):
+                break
+            try:
+                index = self.events.get(timeout=self.poll)
+            except queue.Empty:
+                index = -1
+            done = [t for t in self.trials if t.index not in finished and t.state in DONE_STATES + ("Interrupted",)
+                    and not self.threads[t.index].is_alive()]  # fmt: skip
+            for trial in done:
+                finished.add(trial.index)
+                self.suggester.tell(trial)
+                self._judge(trial)
+            completed = [t for t in self.trials if t.state == "Succeeded"]
+            for trial in self._running():
+                if trial.index not in self.stop_requests and (why := median_stop(self.sweep, trial, completed)):
+                    self.stop_requests[trial.index] = why
+            if done or index >= 0:
+                self._save()
+                show(self)
+            if self.verdict:
+                self._stop_all("the sweep ended: " + self.verdict)
+        show(self)
+        failed = sum(1 for t in self.trials if t.state == "Failed")
+        return 1 if failed >= self.sweep.max_failed or self.verdict.startswith("error") or self.best() is None else 0
+
+    def _judge(self, trial: Trial) -> None:
+        """After a trial ends: the first one's metric check, maxFailedTrials, the goal."""
+        if (
+            trial.state == "Succeeded"
+            and trial.value is None
+            and not any(t.value is not None for t in self.trials if t is not trial)
+        ):
+            names = sorted(trial.observations) or ["none"]
+            self.verdict = (
+                f"error: trial {trial.index} succeeded but never printed the objective metric "
+                f"{self.sweep.metric!r} as {self.sweep.metric}=<number> (its log: {self.out}/trials/{trial.index}.log);"
+                f" the metrics it printed: {', '.join(names)}. Name one in objective.metric, or print it"
+            )
+        elif sum(1 for t in self.trials if t.state == "Failed") >= self.sweep.max_failed:
+            self.verdict = f"failed: {self.sweep.max_failed} trials failed (maxFailedTrials)"
+        elif trial.value is not None and trial.state == "Succeeded" and self.sweep.reached_goal(trial.value):
+            self.verdict = f"goal reached: trial {trial.index} {self.sweep.metric}={trial.value:.6g}"
+
+    def best(self) -> Trial | None:
+        scored = [t for t in self.trials if t.state == "Succeeded" and t.value is not None]
+        if not scored:
+            return None
+        return max(scored, key=lambda t: (t.value or 0.0) * (1 if self.sweep.maximize else -1))
+
+
+@contextlib.contextmanager
+def _ignoring_interrupts() -> Iterator[None]:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+# --- what the user sees ---------------------------------------------------------------------------------------
+
+
+def table(runner: Runner) -> str:
+    sweep = runner.sweep
+    names = [p.name for p in sweep.parameters]
+    header = ["TRIAL", *names, "STATE", sweep.metric.upper(), "STEP", "SECONDS"]
+    rows = [header]
+    with runner.lock:
+        for t in runner.trials:
+            seen = t.observations.get(sweep.metric) or []
+            took = t.seconds if t.seconds is not None else (time.time() - t.started if t.started else None)
+            rows.append([
+                str(t.index), *(_text(t.params[n]) for n in names), t.state,
+                f"{seen[-1][1]:.6g}" if seen else "-", f"{seen[-1][0]:g}" if seen else "-",
+                "-" if took is None else f"{took:.0f}",
+            ])  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+class LiveTable:
+    """The table redrawn in place on a terminal; elsewhere (a CI log) one line per change of a trial's state."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty()
+        self._height = 0
+        self._states: dict[int, str] = {}
+
+    def __call__(self, runner: Runner) -> None:
+        if self.tty:
+            text = table(runner)
+            up = f"\x1b[{self._height}F\x1b[J" if self._height else ""
+            self.stream.write(up + text + "\n")
+            self._height = text.count("\n") + 1
+        else:
+            for t in runner.trials:
+                if self._states.get(t.index) != t.state:
+                    self._states[t.index] = t.state
+                    params = " ".join(f"{k}={_text(v)}" for k, v in t.params.items())
+                    value = f" {runner.sweep.metric}={t.value:.6g}" if t.value is not None else ""
+                    why = f" ({t.reason})" if t.reason else ""
+                    self.stream.write(f"trial {t.index} {t.state}: {params}{value}{why}\n")
+        self.stream.flush()
+
+
+def write_results(runner: Runner, chart: Path, helm_args: Sequence[str]) -> list[str]:
+    """trials.csv, best-values.yaml and the plot; the lines that end the sweep's output."""
+    sweep, out = runner.sweep, runner.out
+    names = [p.name for p in sweep.parameters]
+    with (out / "trials.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trial", *names, "state", sweep.metric, "steps", "seconds", "release", "reason"])
+        for t in runner.trials:
+            seen = t.observations.get(sweep.metric) or []
+            took = "" if t.seconds is None else round(t.seconds, 1)
+            value = "" if t.value is None else t.value
+            writer.writerow(
+                [t.index, *(t.params[n] for n in names), t.state, value, len(seen), took, t.release, t.reason]
+            )
+    lines = []
+    counts = {s: sum(1 for t in runner.trials if t.state == s) for s in DONE_STATES + ("Interrupted",)}
+    lines.append("trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    if runner.verdict:
+        lines.append(f"sweep: {runner.verdict}")
+    best = runner.best()
+    if best is not None:
+        values = substitute(copy.deepcopy(sweep.values), best.params)
+        (out / "best-values.yaml").write_text(
+            f"# trial {best.index} of sweep {sweep.name}: {sweep.metric}={best.value:.6g}\n"
+            + yaml.safe_dump(values, sort_keys=False)
+        )
+        params = ", ".join(f"{k}={_text(v)}" for k, v in best.params.items())
+        lines.append(f"best: trial {best.index} {sweep.metric}={best.value:.6g} with {params}")
+        shown = " ".join(helm_args)
+        lines.append(f"reproduce: dlcharts run {chart} -f {out / 'best-values.yaml'} {shown}".rstrip())
+    if (plotted := plot(runner)) is not None:
+        lines.append(f"plot: {plotted}")
+    lines.append(f"every trial: {out / 'trials.csv'}, {runner.state_file}")
+    return lines
+
+
+def plot(runner: Runner) -> Path | None:
+    """The objective of every trial over steps (matplotlib, from the `sweep` extra), or None without it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    sweep = runner.sweep
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for t in runner.trials:
+        seen = t.observations.get(sweep.metric) or []
+        if seen:
+            style = "--" if t.state == "EarlyStopped" else "-"
+            ax.plot([s for s, _ in seen], [v for _, v in seen], style, label=f"{t.index} ({t.state})")
+    ax.set_xlabel("step")
+    ax.set_ylabel(sweep.metric)
+    ax.set_title(f"sweep {sweep.name}: {sweep.algorithm}, {len(runner.trials)} trials (dashed: stopped early)")
+    if len(runner.trials) <= 16:
+        ax.legend(fontsize=7, ncol=2)
+    path = runner.out / (re.sub(r"[^\w.-]", "_", sweep.metric) + ".png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --- before any trial -----------------------------------------------------------------------------------------
+
+
+def check_parameters(
+    sweep: Sweep, chart: Path, helm: Helm, base_values: dict[str, Any], helm_args: Sequence[str]
+) -> None:
+    """Render the chart with every parameter at its first extreme, then each parameter at each of its other
+    extremes: a value the chart refuses is a SweepError naming the parameter and the value, before any trial."""
+    from dlcharts.install import ChartSource
+
+    with tempfile.TemporaryDirectory(prefix="dlcharts-sweep-") as tmp:
+        cpu, trial = Path(tmp) / "cpu-values.yaml", Path(tmp) / "trial-values.yaml"
+        cpu.write_text(yaml.safe_dump(base_values, sort_keys=False))
+
+        def refusal(params: dict[str, Any]) -> str:
+            trial.write_text(yaml.safe_dump(substitute(copy.deepcopy(sweep.values), params), sort_keys=False))
+            source = ChartSource(chart, values_files=(cpu, trial), extra_args=tuple(helm_args))
+            proc = helm.run(["template", "sweep-check", *source.args(helm)], check=False, timeout=120)
+            return "" if proc.returncode == 0 else "\n".join(proc.stderr.strip().splitlines()[-6:])
+
+        def refuse(parameter: Parameter, params: dict[str, Any], why: str) -> SweepError:
+            if "want string" in why:
+                placeholder = f"${{{parameter.name}}}"
+                why += (f"\n(a value that is exactly {placeholder} takes the parameter's type; where text is wanted, "
+                        f"write it in a longer string, e.g. --{parameter.name}={placeholder})")  # fmt: skip
+            values = json.dumps(substitute(copy.deepcopy(sweep.values), params), default=str)
+            return SweepError(
+                f"parameter {parameter.name} = {_text(params[parameter.name])} is refused by {chart} (the trial's "
+                f"values: {values}):\n{why}\nNarrow {parameter.name}'s range or values in the sweep file, or change "
+                f"where ${{{parameter.name}}} goes. No trial was started."
+            )
+
+        base = {p.name: p.extremes()[0] for p in sweep.parameters}
+        if why := refusal(base):  # the parameter at a value the refusal names, else the one whose other extreme renders
+            paths = placeholder_paths(sweep.values)
+            for parameter in sweep.parameters:
+                if any(f"'{pointer}'" in why or dotted in why for pointer, dotted in paths.get(parameter.name, [])):
+                    raise refuse(parameter, base, why)
+            for parameter in sweep.parameters:
+                if any(not refusal({**base, parameter.name: v}) for v in parameter.extremes()[1:]):
+                    raise refuse(parameter, base, why)
+            shown = json.dumps(substitute(copy.deepcopy(sweep.values), base), default=str)
+            raise SweepError(f"{chart} refuses the sweep's values with every parameter at its min (or first value): "
+                             f"{shown}:\n{why}")  # fmt: skip
+        for parameter in sweep.parameters:
+            for value in parameter.extremes()[1:]:
+                if why := refusal({**base, parameter.name: value}):
+                    raise refuse(parameter, {**base, parameter.name: value}, why)
+
+
+def sweep_main(
+    chart: Path,
+    sweep_file: Path,
+    helm_args: Sequence[str],
+    *,
+    helm: Helm,
+    namespace: str,
+    out: Path | None = None,
+    resume: bool = False,
+    keep: bool = False,
+    kubeconfig: Path | None = None,
+    registry: str | None = None,
+    cluster_name: str = "dlcharts",
+    write: Write = print,
+    show: Callable[[Runner], None] | None = None,
+) -> int:
+    """`dlcharts sweep`: see the module's docstring. Returns the exit code."""
+    from dlcharts import run
+
+    sweep = load(sweep_file)
+    name = run.chart_name(chart)
+    out = out or Path(f"sweep-{sweep.name}")
+    if (out / "state.json").exists() and not resume:
+        raise SweepError(f"{out / 'state.json'} exists: a sweep ran there. Go on with it: --resume; or start "
+                         f"afresh with another --out (or delete {out})")  # fmt: skip
+    if resume and not (out / "state.json").exists():
+        raise SweepError(f"--resume: no {out / 'state.json'} to resume (name its folder with --out)")
+    Suggester(sweep)  # tpe without optuna: before anything starts
+    check_parameters(sweep, chart, helm, run.cpu_values(name), helm_args)
+    write(f"sweep {sweep.name}: {sweep.algorithm}, {len(sweep.parameters)} parameters, at most {sweep.max_trials} "
+          f"trials, {sweep.parallel} at once; every extreme of every parameter renders")  # fmt: skip
+    live = show or LiveTable()
+    previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with run.session(
+            chart, helm_args, helm=helm, release_name=f"{sweep.name}-0", namespace=namespace, kubeconfig=kubeconfig,
+            registry=registry, cluster_name=cluster_name, write=write,
+        ) as ready:  # fmt: skip
+            runner = Runner(sweep, ready, helm_args, out, keep=keep, resume=resume, write=write)
+            code = runner.run(live)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not getattr(live, "tty", False):
+        write(table(runner))
+    for line in write_results(runner, chart, helm_args):
+        write(line)
+    if code == 130:
+        write(
+            f"resume: dlcharts sweep {chart} --sweep {sweep_file} --out {out} --resume {' '.join(helm_args)}".rstrip()
+        )
+    elif runner.verdict.startswith("error"):
+        return 2
+    return code
