@@ -59,6 +59,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=25, help="length of the timed section")
     parser.add_argument("--steps", type=int, default=0, help="train exactly this many timed steps (0: --seconds)")
     parser.add_argument("--log-every", type=int, default=10, help="with --steps: rank 0 prints step=K loss=X")
+    parser.add_argument("--pause", type=float, default=0, help="with --steps: seconds of sleep after each step (a "
+                        "trial that lasts long enough for a sweep's test to stop it)")  # fmt: skip
     parser.add_argument("--warmup", type=int, default=10, help="untimed batches")
     parser.add_argument("--batch-size", type=int, default=0, help="0: 64 for lenet, 20 for lstm")
     parser.add_argument("--seq-len", type=int, default=20)
@@ -115,6 +117,7 @@ def main():
                     print(f"step={batches} loss={float(mean) / world:.6f}", flush=True)
             if batches == args.steps:
                 break
+            time.sleep(args.pause)
         elif batches % 10 == 0:
             stop.fill_(1.0 if rank == 0 and time.time() - start >= args.seconds else 0.0)
             dist.all_reduce(stop)

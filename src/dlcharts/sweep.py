@@ -482,8 +482,9 @@ class MetricReader:
         self._pod_of: dict[str, str] = {}  # metric -> the pod whose observations count
 
     def __call__(self, text: str) -> None:
-        self.log.write(text + "\n")
-        self.log.flush()
+        with contextlib.suppress(ValueError):  # a follower's last words after the trial ended and closed its log
+            self.log.write(text + "\n")
+            self.log.flush()
         match = LOG_LINE.match(text)
         if not match:
             return
@@ -578,7 +579,7 @@ class Runner:
 
     # one trial, in its own thread
     def _run(self, trial: Trial) -> None:
-        from dlcharts.install import ChartSource, install, uninstall, wait_uninstalled
+        from dlcharts.install import ChartSource, install, namespace_inventory, uninstall, wait_uninstalled
         from dlcharts.run import LogStream, _jobs, replace_release
 
         ready, release = self.ready, self.ready.release(trial.release)
@@ -596,33 +597,33 @@ class Runner:
                     install(ready.kube, release, source)
                     state, reason = self._watch(trial, lambda: _jobs(ready.kube, release.namespace, release.name))
             with self.lock:
-                trial.state, trial.reason = state, reason
+                trial.state, trial.reason, trial.ended = state, reason, time.time()
         except (ClusterError, DLChartsError) as exc:
             with self.lock:
-                trial.state, trial.reason = "Failed", str(exc).splitlines()[0]
+                trial.state, trial.reason, trial.ended = "Failed", str(exc).splitlines()[0], time.time()
         finally:
             log.close()
             interrupted = self.stop_requests.get(trial.index) == "interrupted"
             with contextlib.suppress(ClusterError, DLChartsError):
                 ready.end(release, lambda _line: None)
                 if not self.keep or interrupted or trial.state in ("EarlyStopped", "Stopped"):
+                    # what the namespace holds now (other trials' releases) is no leftover of this one
+                    others = namespace_inventory(ready.kube, release.namespace)
                     uninstall(ready.kube, release)
-                    wait_uninstalled(ready.kube, release.namespace, release.name, timeout=120)
-            with self.lock:
-                trial.ended = time.time()
+                    wait_uninstalled(ready.kube, release.namespace, release.name, others, timeout=120)
             self.events.put(trial.index)
 
     def _watch(self, trial: Trial, jobs: Callable[[], dict[str, str]]) -> tuple[str, str]:
         deadline = time.monotonic() + self.sweep.trial_timeout
         while True:
-            if (why := self.stop_requests.get(trial.index)) is not None:
-                return ("Interrupted" if why == "interrupted" else "EarlyStopped" if why.startswith("median")
-                        else "Stopped"), why  # fmt: skip
-            states = jobs()
+            states = jobs()  # first: a trial that has ended is judged by its end, not by a late stop
             if states and all(s in ("Complete", "SuccessCriteriaMet") for s in states.values()):
                 return "Succeeded", ""
             if failed := sorted(job for job, s in states.items() if s in ("Failed", "FailureTarget")):
                 return "Failed", f"Job {failed[0]} failed"
+            if (why := self.stop_requests.get(trial.index)) is not None:
+                return ("Interrupted" if why == "interrupted" else "EarlyStopped" if why.startswith("median")
+                        else "Stopped"), why  # fmt: skip
             if time.monotonic() > deadline:
                 return "Failed", f"trialTimeoutSeconds ({self.sweep.trial_timeout:g}) passed"
             time.sleep(self.poll)
@@ -647,7 +648,9 @@ class Runner:
         return trial
 
     def _running(self) -> list[Trial]:
-        return [t for t in self.trials if t.state == "Running"]
+        """Trials whose release exists: running, or ended and being uninstalled (parallelTrials bounds both)."""
+        return [t for t in self.trials if t.state == "Running" or (t.index in self.threads
+                                                                   and self.threads[t.index].is_alive())]  # fmt: skip
 
     def _stop_all(self, why: str) -> None:
         for trial in self._running():
@@ -843,7 +846,7 @@ def plot(runner: Runner) -> Path | None:
     ax.set_xlabel("step")
     ax.set_ylabel(sweep.metric)
     ax.set_title(f"sweep {sweep.name}: {sweep.algorithm}, {len(runner.trials)} trials (dashed: stopped early)")
-    if len(runner.trials) <= 16:
+    if len(runner.trials) <= 16 and ax.lines:
         ax.legend(fontsize=7, ncol=2)
     path = runner.out / (re.sub(r"[^\w.-]", "_", sweep.metric) + ".png")
     fig.tight_layout()

@@ -254,3 +254,28 @@ def test_cli_refuses_a_second_sweep_into_the_same_folder_and_a_resume_of_nothing
     assert "a sweep ran there. Go on with it: --resume" in capsys.readouterr().err
     assert main(["sweep", str(tmp_path), "--sweep", str(file)]) == 2
     assert "is not a chart folder" in capsys.readouterr().err
+
+
+def test_a_first_trial_without_the_objective_ends_the_sweep_naming_what_it_printed(tmp_path: Path) -> None:
+    loaded = sweep.load(write(tmp_path, spec(objective={"metric": "los", "type": "minimize", "goal": 0.1})))
+    runner = _runner(tmp_path, loaded)
+    first = _trial(0, [2.0, 1.0])
+    first.metric = "los"
+    runner.trials = [first]
+    runner._judge(first)
+    assert runner.verdict.startswith("error: trial 0 succeeded but never printed the objective metric 'los'")
+    assert "the metrics it printed: loss" in runner.verdict and "trials/0.log" in runner.verdict
+
+
+def test_max_failed_trials_fails_the_sweep_and_a_goal_reached_ends_it(tmp_path: Path) -> None:
+    loaded = sweep.load(write(tmp_path, spec(maxFailedTrials=2, objective={"metric": "loss", "goal": 0.1})))
+    runner = _runner(tmp_path, loaded)
+    runner.trials = [_trial(0, [1.0]), _trial(1, [], state="Failed")]
+    runner._judge(runner.trials[1])
+    assert runner.verdict == ""
+    runner.trials.append(_trial(2, [], state="Failed"))
+    runner._judge(runner.trials[2])
+    assert runner.verdict == "failed: 2 trials failed (maxFailedTrials)"
+    runner.verdict, runner.trials = "", [_trial(0, [1.0, 0.05])]
+    runner._judge(runner.trials[0])
+    assert runner.verdict == "goal reached: trial 0 loss=0.05"
