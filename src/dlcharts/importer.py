@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -260,6 +259,8 @@ def convert_pod(job: _Job, template: Values, path: str, main: str) -> Pod | None
     for field, key in POD_FIELDS.items():
         if spec.get(field) not in (None, {}, []):
             settings[key] = copy.deepcopy(spec[field])
+    if spec.get("schedulerName"):
+        settings["schedulerName"] = spec["schedulerName"]  # a gang scheduler's name becomes gang.* (finish)
     if spec.get("restartPolicy"):
         job.drop(f"{path}.spec.restartPolicy", "the replica spec's restartPolicy decides (the operator overrode it)")
     containers = spec.get("containers") or []
@@ -423,12 +424,12 @@ def gang(job: _Job, policy: Values, path: str, scheduler: str, total_pods: int) 
     elif scheduler:
         values.update(scheduler="scheduler-plugins", schedulerName=scheduler)
     else:
-        job.refuse(path, "gang scheduling, but the pods name no schedulerName: the training operator's "
+        job.refuse(path, "gang scheduling, but the pods name no gang scheduler: the training operator's "
                    "--gang-scheduler-name decided it. Set spec.template.spec.schedulerName of every replica to "
                    "volcano or to your scheduler-plugins scheduler")  # fmt: skip
         return
     minimum = policy.get("minAvailable")
-    if minimum is not None and int(minimum) != total_pods:
+    if minimum is not None and minimum != total_pods:
         job.refuse(f"{path}.minAvailable", f"{minimum} of {total_pods} pods: our gang's minMember is every pod; "
                    "remove it")  # fmt: skip
     if policy.get("queue"):
@@ -723,6 +724,9 @@ def elastic(job: _Job, policy: Values, workers: int) -> None:
     job.unknown(policy, path, known)
     low = policy.get("minReplicas", workers)
     high = policy.get("maxReplicas", workers)
+    if not all(isinstance(v, int) and v >= 1 for v in (low, high)):
+        job.refuse(path, f"minReplicas {low!r} and maxReplicas {high!r} must be counts")
+        return
     if low > workers:
         job.refuse(f"{path}.minReplicas", f"{low} is above the {workers} workers the job starts")
     values: Values = {"minWorkers": low}
@@ -1013,8 +1017,3 @@ def write(jobs: list[Imported], out: Path | None) -> list[tuple[Imported, Path |
         target.write_text(text, encoding="utf-8")
         done.append((job, target, text))
     return done
-
-
-def parse_failure(text: str) -> list[str]:
-    """The refused field paths of an :class:`ImportRefused` message (for tests and scripts)."""
-    return re.findall(r"^  (\S+?):", text, re.M)

@@ -212,6 +212,13 @@ def test_gang_scheduling_follows_the_pods_scheduler(render, assert_valid, tmp_pa
     assert group["spec"]["minMember"] == 3 and group["spec"]["queue"] == "research"
 
 
+def test_a_scheduler_that_gangs_nothing_is_the_pods_scheduler() -> None:
+    doc = load("pytorchjob-elastic.yaml")
+    doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = "bin-packing"
+    job = importer.convert(doc, "test")
+    assert job.values["defaults"]["schedulerName"] == "bin-packing" and "gang" not in job.values
+
+
 def test_role_defaults_match_the_charts() -> None:
     """ROLE_DEFAULTS names what each chart's values.yaml sets under roles.<role>."""
     for chart in ("tensorflow-dist", "pytorch-dist", "horovod-mpi"):
@@ -274,7 +281,7 @@ REFUSALS = {
                 "spec.runPolicy.suspend: our releases start when installed"),
     "gang without scheduler": ("tfjob-dist-mnist.yaml",
                                lambda d: d["spec"]["runPolicy"].update(schedulingPolicy={"minAvailable": 7}),
-                               "spec.runPolicy.schedulingPolicy: gang scheduling, but the pods name no schedulerName"),
+                               "spec.runPolicy.schedulingPolicy: gang scheduling, but the pods name no gang scheduler"),
     "kueue priority": ("tfjob-dist-mnist.yaml",
                        lambda d: d["metadata"]["labels"].update({"kueue.x-k8s.io/priority-class": "high"}),
                        "metadata.labels.kueue.x-k8s.io/priority-class: a Kueue setting"),
