@@ -131,11 +131,13 @@ class _Job:
     def drop(self, path: str, why: str) -> None:
         self.dropped.append(f"{path}: {why}")
 
-    def unknown(self, obj: Values, path: str, known: Iterable[str], what: str = "") -> None:
+    def unknown(self, obj: Values, path: str, known: Iterable[str]) -> None:
         """Refuse every key of ``obj`` that is not ``known``: a field with no equivalent, never a silent loss."""
+        allowed = set(known)
         for key in obj:
-            if key not in set(known):
-                self.refuse(f"{path}.{key}", what or f"no equivalent in {self.chart}; remove it to import this job")
+            if key not in allowed:
+                where = f"{path}.{key}" if path else str(key)
+                self.refuse(where, f"no equivalent in {self.chart}; remove it to import this job")
 
     def result(self) -> Imported:
         if self.problems:
@@ -556,17 +558,26 @@ def intro(job: _Job) -> None:
                        "defaults.securityContext.readOnlyRootFilesystem)")  # fmt: skip
 
 
+def replicas_of(
+    job: _Job, doc: Values, field: str, known: tuple[str, ...], roles: dict[str, str]
+) -> tuple[Values, str, dict[str, tuple[str, Values]], dict[str, int]]:
+    """What the replica-spec kinds start from: their spec (its fields checked), the path of its replica specs
+    (``spec.<field>``), each replica type's role and spec, and each role's pod count."""
+    spec = doc.get("spec") or {}
+    job.unknown(spec, "spec", (field, "runPolicy", *known))
+    path = f"spec.{field}"
+    specs = replica_specs(job, spec.get(field), path, roles)
+    return spec, path, specs, counts(job, specs, path)
+
+
 # ----- TFJob -----------------------------------------------------------------------------------------------------
 
 TF_ROLES = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker", "evaluator": "evaluator"}
 
 
 def tfjob(job: _Job, doc: Values) -> None:
-    spec = doc.get("spec") or {}
-    job.unknown(spec, "spec", ("tfReplicaSpecs", "runPolicy", "successPolicy", "enableDynamicWorker"))
-    path = "spec.tfReplicaSpecs"
-    specs = replica_specs(job, spec.get("tfReplicaSpecs"), path, TF_ROLES)
-    number = counts(job, specs, path)
+    spec, path, specs, number = replicas_of(job, doc, "tfReplicaSpecs", ("successPolicy", "enableDynamicWorker"),
+                                            TF_ROLES)  # fmt: skip
     for role, limit in (("chief", 1), ("evaluator", 1)):
         if number.get(role, 0) > limit:
             job.refuse(f"{path} {role}", f"{number[role]} {role} pods (Chief and Master together): at most {limit}")
@@ -669,11 +680,8 @@ PT_ROLES = {"master": "worker", "worker": "worker"}
 
 
 def pytorchjob(job: _Job, doc: Values) -> None:
-    spec = doc.get("spec") or {}
-    job.unknown(spec, "spec", ("pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"))
-    path = "spec.pytorchReplicaSpecs"
-    specs = replica_specs(job, spec.get("pytorchReplicaSpecs"), path, PT_ROLES)
-    number = counts(job, specs, path)
+    spec, path, specs, number = replicas_of(job, doc, "pytorchReplicaSpecs", ("elasticPolicy", "nprocPerNode"),
+                                            PT_ROLES)  # fmt: skip
     pods = role_pods(job, specs, path, "pytorch")
     templates = {rtype: pod.settings for rtype, (pod, _) in pods.items()}
     if len(templates) == 2:
@@ -764,13 +772,9 @@ MPI_IMPLEMENTATIONS = {"OpenMPI": "openmpi", "Intel": "intel", "MPICH": "mpich"}
 
 
 def mpijob(job: _Job, doc: Values) -> None:
-    spec = doc.get("spec") or {}
-    known = ("mpiReplicaSpecs", "runPolicy", "slotsPerWorker", "sshAuthMountPath", "launcherCreationPolicy",
-             "mpiImplementation", "runLauncherAsWorker")  # fmt: skip
-    job.unknown(spec, "spec", known)
-    path = "spec.mpiReplicaSpecs"
-    specs = replica_specs(job, spec.get("mpiReplicaSpecs"), path, MPI_ROLES)
-    number = counts(job, specs, path)
+    known = ("slotsPerWorker", "sshAuthMountPath", "launcherCreationPolicy", "mpiImplementation",
+             "runLauncherAsWorker")  # fmt: skip
+    spec, path, specs, number = replicas_of(job, doc, "mpiReplicaSpecs", known, MPI_ROLES)
     if number.get("launcher") != 1:
         job.refuse(f"{path}.Launcher", "an MPIJob has one launcher")
     if not number.get("worker"):
