@@ -518,7 +518,12 @@ def role_pods(job: _Job, specs: dict[str, tuple[str, Values]], path: str, main: 
         restart_policy(job, str(spec.get("restartPolicy") or ""), f"{path}.{rtype}.restartPolicy", job_settings, role)
         if job_settings:
             pod.settings["job"] = job_settings
-            job.carried.append(f"{path}.{rtype}.restartPolicy ({spec.get('restartPolicy')}) as job retries")
+            how = (
+                "no retry (job.backoffLimitPerIndex 0)"
+                if "backoffLimitPerIndex" in job_settings
+                else "a job.podFailurePolicy: exit codes 1-127 fail the job, signals are retried"
+            )
+            job.carried.append(f"{path}.{rtype}.restartPolicy ({spec.get('restartPolicy')}) as {how}")
         pods[rtype] = (pod, role)
     return pods
 
