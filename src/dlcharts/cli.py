@@ -389,6 +389,29 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )  # fmt: skip
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from dlcharts import importer
+
+    jobs = []
+    problems = []
+    for name in args.files:
+        try:
+            jobs += importer.read(Path(name))
+        except importer.ImportRefused as exc:
+            problems.append(str(exc))
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        print("nothing written: every field above has no equivalent in our charts (or is not a job this reads); "
+              "change the manifest as each line says, or leave that job out", file=sys.stderr)  # fmt: skip
+        return 1
+    for job, path, text in importer.write(jobs, Path(args.output) if args.output else None):
+        if path is None:
+            sys.stdout.write(text)
+        else:
+            print(f"{job.kind} {job.name} -> {path} (chart {job.chart})", file=sys.stderr)
+    return 0
+
+
 def write_junit(path: Path, suite_name: str, outcomes: Sequence[Outcome]) -> None:
     failures = sum(1 for o in outcomes if o.problem)
     suite = ET.Element(
@@ -538,6 +561,22 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--cluster-name", default="dlcharts", help="embedded cluster name (default: %(default)s)")
     sweep.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
     sweep.set_defaults(func=cmd_sweep, helm_args=[])
+
+    imports = sub.add_parser(
+        "import", help="Kubeflow TFJob, PyTorchJob, MPIJob and TrainJob manifests as values files of our charts",
+        description="Convert Kubeflow training jobs (TFJob, PyTorchJob kubeflow.org/v1, MPIJob kubeflow.org/v2beta1, "
+        "TrainJob trainer.kubeflow.org/v1alpha1 on the torch-distributed runtime) into values files for "
+        "tensorflow-dist, pytorch-dist and horovod-mpi, one per job. Each file names its chart and the commands that "
+        "run it, and lists what was carried over, what was dropped and why, and what behaves differently. A field "
+        "with no equivalent is refused with its path and what to do; then nothing is written (exit 1).",
+        epilog="example:\n  dlcharts import tfjob.yaml -o values/\n  dlcharts run charts/tensorflow-dist -f "
+        "values/mnist.yaml\n\n" + EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    imports.add_argument("files", nargs="+", metavar="FILE", help="YAML files, each with one or more manifests")
+    imports.add_argument("-o", "--output", metavar="OUT", help="a folder (one <job name>.yaml per job; created when "
+                         "missing) or, for one job, a .yaml file; default: stdout (one job)")  # fmt: skip
+    imports.set_defaults(func=cmd_import)
 
     from dlcharts.release import cli as release_cli
 

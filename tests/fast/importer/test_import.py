@@ -1,0 +1,394 @@
+"""`dlcharts import`: Kubeflow manifests (our own fixtures in manifests/, written from the documented TFJob,
+PyTorchJob, MPIJob and TrainJob formats) become values files that render with our charts, pass our validation
+and carry the job over: replicas, image, command, env, resources and GPUs, scheduling, volumes, elastic bounds,
+run policy and the Kueue queue. A field with no equivalent is refused with its path, and nothing is written."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dlcharts import importer
+from dlcharts.cli import main
+from dlcharts.podenv import container_env, main_container
+from tests.support import CHARTS
+
+MANIFESTS = Path(__file__).parent / "manifests"
+
+
+def imported(name: str, tmp_path: Path) -> tuple[importer.Imported, Path]:
+    """The one job of manifests/<name>, written as a values file under tmp_path."""
+    (job,) = importer.read(MANIFESTS / name)
+    ((_, path, _),) = importer.write([job], tmp_path / f"{job.name}.yaml")
+    assert path is not None
+    return job, path
+
+
+@pytest.fixture
+def rendered(request: pytest.FixtureRequest, render, assert_valid, tmp_path: Path) -> Any:  # type: ignore[no-untyped-def]
+    """The import of manifests/<param> rendered with its chart (in the job's namespace), after our validation."""
+    job, path = imported(request.param, tmp_path)
+    result = render(CHARTS / job.chart, values_files=[path], namespace=job.namespace or "training")
+    assert_valid(result)
+    return result
+
+
+def job_of(rendered: Any, name: str) -> dict[str, Any]:
+    return rendered.get("Job", name).body  # type: ignore[no-any-return]
+
+
+def env_of(rendered: Any, name: str, index: int = 0) -> dict[str, str]:
+    return container_env(main_container(job_of(rendered, name)), index)
+
+
+def mounts(container: dict[str, Any]) -> dict[str, str]:
+    return {m["mountPath"]: m["name"] for m in container.get("volumeMounts") or []}
+
+
+@pytest.mark.parametrize("rendered", ["tfjob-dist-mnist.yaml"], indirect=True)
+def test_tfjob_chief_ps_workers(rendered: Any) -> None:
+    jobs = {role: job_of(rendered, f"release-{role}") for role in ("chief", "ps", "worker")}
+    assert {role: job["spec"]["completions"] for role, job in jobs.items()} == {"chief": 1, "ps": 2, "worker": 4}
+    for role, job in jobs.items():
+        container = main_container(job)
+        assert container["image"] == "registry.example.com/ml/tf-dist-mnist:2.15.0"
+        assert container["args"] == [
+            "python",
+            "/opt/mnist/dist_mnist.py",
+            "--train_steps=2000",
+            "--data_dir=/data/mnist",
+        ]
+        assert env_of(rendered, f"release-{role}")["TF_CPP_MIN_LOG_LEVEL"] == "1"
+        assert mounts(container)["/data/mnist"] == "mnist-data"
+        volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
+        assert volumes["mnist-data"]["persistentVolumeClaim"] == {"claimName": "mnist-pvc"}
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a-queue"
+        spec = job["spec"]
+        assert (spec["backoffLimit"], spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"]) == (4, 7200, 600)
+        annotations = job["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["sidecar.istio.io/inject"] == "false"
+    for role in ("chief", "worker"):
+        container = main_container(jobs[role])
+        assert container["resources"] == {
+            "requests": {"cpu": "2", "memory": "4Gi"},
+            "limits": {"memory": "8Gi", "nvidia.com/gpu": 1},
+        }
+        pod = jobs[role]["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    ps = main_container(jobs["ps"])
+    assert ps["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+    assert env_of(rendered, "release-ps")["NVIDIA_VISIBLE_DEVICES"] == "void"
+    assert "tolerations" not in jobs["ps"]["spec"]["template"]["spec"]
+    # the worker's /dev/shm volume is the chart's own shm, at the manifest's size; the others keep 64Mi as before
+    shm = {
+        role: next(v for v in j["spec"]["template"]["spec"]["volumes"] if v["name"] == "shm")
+        for role, j in jobs.items()
+    }
+    assert shm["worker"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Gi"}
+    assert shm["ps"]["emptyDir"]["sizeLimit"] == "64Mi"
+    # restartPolicy ExitCode: exit codes 1-127 fail the job at once, signals are retried
+    rules = jobs["worker"]["spec"]["podFailurePolicy"]["rules"]
+    fail = next(rule for rule in rules if rule["action"] == "FailJob")
+    assert fail["onExitCodes"]["containerName"] == main_container(jobs["worker"])["name"]
+    assert fail["onExitCodes"]["values"] == list(range(1, 128))
+    assert [rule["action"] for rule in jobs["chief"]["spec"]["podFailurePolicy"]["rules"]] == ["Ignore"]
+    cluster = rendered.get("ConfigMap", "release-cluster").body["data"]["cluster.json"]
+    assert '"release-ps-1.release.team-a.svc:2222"' in cluster, cluster
+
+
+@pytest.mark.parametrize("rendered", ["pytorchjob-mnist.yaml"], indirect=True)
+def test_pytorchjob_master_and_workers_run_under_torchrun(rendered: Any) -> None:
+    job = job_of(rendered, "release-worker")
+    assert job["spec"]["completions"] == 3  # the master is worker 0
+    container = main_container(job)
+    assert container["args"][-5:] == ["/opt/mnist/src/mnist.py", "--epochs", "1", "--backend", "nccl"]
+    assert container["imagePullPolicy"] == "Always"
+    assert container["resources"]["limits"] == {"memory": "6Gi", "nvidia.com/gpu": 1}
+    env = env_of(rendered, "release-worker", 2)
+    assert env["PET_NPROC_PER_NODE"] == "1"  # `python` started one process per pod
+    assert env["PET_NNODES"] == "3"
+    assert env["PYTHONUNBUFFERED"] == "1"
+
+
+@pytest.mark.parametrize("rendered", ["pytorchjob-elastic.yaml"], indirect=True)
+def test_elastic_pytorchjob_keeps_its_bounds(rendered: Any) -> None:
+    job = job_of(rendered, "release-worker")
+    assert job["spec"]["completions"] == 3
+    env = env_of(rendered, "release-worker", 1)
+    assert env["PET_NNODES"] == "1:3"
+    assert env["PET_MAX_RESTARTS"] == "20"
+    assert env["PET_NPROC_PER_NODE"] == "2"
+    assert env["PET_RDZV_ENDPOINT"].endswith(":29400")
+    assert env["NCCL_DEBUG"] == "INFO"
+    args = main_container(job)["args"]
+    assert "--nnodes=1:3" not in args and "--rdzv-backend" not in args
+    assert args[-6:] == ["--log-dir", "/tmp/torchrun", "/workspace/imagenet.py", "--arch=resnet18", "--epochs=20",
+                         "--batch-size=64"]  # fmt: skip
+    assert main_container(job)["resources"]["limits"]["nvidia.com/gpu"] == 2
+    pod = job["spec"]["template"]["spec"]
+    assert next(v for v in pod["volumes"] if v["name"] == "shm")["emptyDir"]["sizeLimit"] == "8Gi"
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert job["spec"]["template"]["metadata"]["labels"]["team"] == "vision"
+    assert job["spec"]["backoffLimit"] == 10
+
+
+@pytest.mark.parametrize("rendered", ["mpijob-pi.yaml"], indirect=True)
+def test_mpijob_pi_launch_line_and_sshd_workers(rendered: Any) -> None:
+    launcher, workers = job_of(rendered, "release-launcher"), job_of(rendered, "release-worker")
+    assert workers["spec"]["completions"] == 2
+    line = main_container(launcher)
+    assert [*line["command"], *line["args"]][-4:] == ["mpirun", "-n", "2", "/home/mpiuser/pi"]
+    assert "/usr/sbin/sshd" not in main_container(workers).get("args", [])
+    for job in (launcher, workers):
+        assert main_container(job)["resources"]["limits"] == {"cpu": "1", "memory": "1Gi"}
+        assert main_container(job)["image"] == "registry.example.com/ml/mpi-pi:openmpi-4.1"
+        assert job["spec"]["ttlSecondsAfterFinished"] == 60
+    assert "slots=1" in rendered.get("ConfigMap", "release-mpi").body["data"]["hostfile"]
+
+
+@pytest.mark.parametrize("rendered", ["mpijob-horovod.yaml"], indirect=True)
+def test_mpijob_horovod_gpu_workers_and_queue(rendered: Any) -> None:
+    launcher, workers = job_of(rendered, "release-launcher"), job_of(rendered, "release-worker")
+    assert main_container(workers)["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert "nvidia.com/gpu" not in main_container(launcher)["resources"].get("limits", {})
+    line = main_container(launcher)
+    assert [*line["command"], *line["args"]][-5:] == [
+        "horovodrun",
+        "-np",
+        "2",
+        "python",
+        "/examples/tensorflow2_mnist.py",
+    ]
+    for job in (launcher, workers):
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"
+
+
+@pytest.mark.parametrize("rendered", ["trainjob-torch.yaml"], indirect=True)
+def test_trainjob_on_torch_distributed(rendered: Any) -> None:
+    job = job_of(rendered, "release-worker")
+    assert job["spec"]["completions"] == 2
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-b"
+    env = env_of(rendered, "release-worker", 1)
+    assert (env["PET_NPROC_PER_NODE"], env["PET_NNODES"], env["NCCL_DEBUG"]) == ("4", "2", "WARN")
+    container = main_container(job)
+    assert container["args"][-3:] == ["/workspace/train.py", "--epochs", "3"]
+    assert container["resources"] == {"requests": {"cpu": "16", "memory": "64Gi"},
+                                      "limits": {"memory": "64Gi", "nvidia.com/gpu": 4}}  # fmt: skip
+    assert mounts(container)["/data"] == "datasets"
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+
+
+def test_the_file_names_its_chart_and_commands_and_what_it_carried(tmp_path: Path) -> None:
+    job, path = imported("pytorchjob-elastic.yaml", tmp_path)
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# dlcharts import: PyTorchJob elastic-imagenet (") and "chart pytorch-dist" in lines[0]
+    assert lines[1] == f"#   dlcharts run charts/pytorch-dist -f {path} --release elastic-imagenet -n research"
+    assert lines[2] == f"#   helm install elastic-imagenet charts/pytorch-dist -n research -f {path}"
+    text = "\n".join(lines)
+    assert "# carried over:" in text and "minReplicas 1 as elastic.minWorkers (PET_NNODES=1:3)" in text
+    assert "spec.elasticPolicy.maxReplicas (3)" not in text  # replicas == maxReplicas: nothing dropped
+    assert "--nnodes: the chart sets it for torchrun" in text
+    assert yaml.safe_load(text) == job.values
+
+
+def test_gang_scheduling_follows_the_pods_scheduler(render, assert_valid, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    doc = yaml.safe_load((MANIFESTS / "pytorchjob-elastic.yaml").read_text())
+    doc["spec"]["runPolicy"]["schedulingPolicy"] = {"queue": "research", "minAvailable": 3}
+    doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = "volcano"
+    job = importer.convert(doc, "test")
+    assert job.values["gang"] == {"scheduler": "volcano", "queue": "research"}
+    path = tmp_path / "gang.yaml"
+    path.write_text(job.text(str(path)))
+    result = render(CHARTS / "pytorch-dist", values_files=[path], namespace="research",
+                    api_versions=["scheduling.volcano.sh/v1beta1"])  # fmt: skip
+    assert_valid(result)
+    group = result.of_kind("PodGroup")[0].body
+    assert group["spec"]["minMember"] == 3 and group["spec"]["queue"] == "research"
+
+
+def test_a_scheduler_that_gangs_nothing_is_the_pods_scheduler() -> None:
+    doc = load("pytorchjob-elastic.yaml")
+    doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = "bin-packing"
+    job = importer.convert(doc, "test")
+    assert job.values["defaults"]["schedulerName"] == "bin-packing" and "gang" not in job.values
+
+
+def test_role_defaults_match_the_charts() -> None:
+    """ROLE_DEFAULTS names what each chart's values.yaml sets under roles.<role>."""
+    for chart in ("tensorflow-dist", "pytorch-dist", "horovod-mpi"):
+        roles = yaml.safe_load((CHARTS / chart / "values.yaml").read_text())["roles"]
+        found = {role: set(settings) for role, settings in roles.items() if settings}
+        assert found == importer.ROLE_DEFAULTS.get(chart, {}), chart
+
+
+# ----- refusals --------------------------------------------------------------------------------------------------
+
+
+def load(name: str) -> dict[str, Any]:
+    return yaml.safe_load((MANIFESTS / name).read_text())  # type: ignore[no-any-return]
+
+
+def changed(name: str, change: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(load(name))
+    change(doc)
+    return doc
+
+
+def tf_container(doc: dict[str, Any], role: str = "Worker") -> dict[str, Any]:
+    return doc["spec"]["tfReplicaSpecs"][role]["template"]["spec"]["containers"][0]  # type: ignore[no-any-return]
+
+
+def pt_pod(doc: dict[str, Any], role: str = "Worker") -> dict[str, Any]:
+    return doc["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]  # type: ignore[no-any-return]
+
+
+TF_WORKER = "spec.tfReplicaSpecs.Worker.template.spec"
+REFUSALS = {
+    "liveness probe": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d).update(livenessProbe={"exec": {}}),
+                       f"{TF_WORKER}.containers[0].livenessProbe: no equivalent in tensorflow-dist"),
+    "sidecar": ("tfjob-dist-mnist.yaml",
+                lambda d: d["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"].append(
+                    {"name": "log-shipper", "image": "fluent/fluent-bit:3.1"}),
+                "spec.tfReplicaSpecs.PS.template.spec.containers[1]: a second container (log-shipper)"),
+    "init container": ("tfjob-dist-mnist.yaml",
+                       lambda d: d["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(
+                           initContainers=[{"name": "fetch", "image": "busybox:1.37.0"}]),
+                       f"{TF_WORKER}.initContainers: no equivalent"),
+    "host network": ("tfjob-dist-mnist.yaml",
+                     lambda d: d["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(hostNetwork=True),
+                     f"{TF_WORKER}.hostNetwork: no equivalent"),
+    "latest": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d).update(image="kubeflow/tf-dist-mnist:latest"),
+               f"{TF_WORKER}.containers[0].image: 'kubeflow/tf-dist-mnist:latest' has the tag latest"),
+    "no tag": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d, "Chief").update(image="kubeflow/tf-dist-mnist"),
+               "has no tag: our charts run a published version tag"),
+    "no command": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d, "PS").pop("command"),
+                   "spec.tfReplicaSpecs.PS.template.spec.containers.command: none: Kubeflow ran the image"),
+    "own volume name": ("tfjob-dist-mnist.yaml",
+                        lambda d: d["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["volumes"][0].update(
+                            name="scripts") or tf_container(d, "PS")["volumeMounts"][0].update(name="scripts"),
+                        "spec.tfReplicaSpecs.PS.template.spec.volumes[0].name: 'scripts' is a volume the chart has"),
+    "two chiefs": ("tfjob-dist-mnist.yaml", lambda d: d["spec"]["tfReplicaSpecs"]["Chief"].update(replicas=2),
+                   "spec.tfReplicaSpecs chief: 2 chief pods"),
+    "dynamic workers": ("tfjob-dist-mnist.yaml", lambda d: d["spec"].update(enableDynamicWorker=True),
+                        "spec.enableDynamicWorker: workers cannot join a running release"),
+    "suspend": ("tfjob-dist-mnist.yaml", lambda d: d["spec"]["runPolicy"].update(suspend=True),
+                "spec.runPolicy.suspend: our releases start when installed"),
+    "gang without scheduler": ("tfjob-dist-mnist.yaml",
+                               lambda d: d["spec"]["runPolicy"].update(schedulingPolicy={"minAvailable": 7}),
+                               "spec.runPolicy.schedulingPolicy: gang scheduling, but the pods name no gang scheduler"),
+    "kueue priority": ("tfjob-dist-mnist.yaml",
+                       lambda d: d["metadata"]["labels"].update({"kueue.x-k8s.io/priority-class": "high"}),
+                       "metadata.labels.kueue.x-k8s.io/priority-class: a Kueue setting"),
+    "unknown replica type": ("pytorchjob-mnist.yaml",
+                             lambda d: d["spec"]["pytorchReplicaSpecs"].update(Launcher={"replicas": 1}),
+                             "spec.pytorchReplicaSpecs.Launcher: a replica type pytorch-dist has no role for"),
+    "master differs": ("pytorchjob-mnist.yaml",
+                       lambda d: pt_pod(d, "Master").update(nodeSelector={"pool": "cpu"}),
+                       "spec.pytorchReplicaSpecs.Master: Master and Worker pods differ (nodeSelector)"),
+    "hpa metrics": ("pytorchjob-elastic.yaml",
+                    lambda d: d["spec"]["elasticPolicy"].update(metrics=[{"type": "Resource"}]),
+                    "spec.elasticPolicy.metrics: autoscaling the workers"),
+    "etcd rendezvous": ("pytorchjob-elastic.yaml", lambda d: d["spec"]["elasticPolicy"].update(rdzvBackend="etcd"),
+                        "spec.elasticPolicy.rdzvBackend: etcd: the chart's rendezvous is c10d on worker 0"),
+    "rendezvous host": ("pytorchjob-elastic.yaml", lambda d: d["spec"]["elasticPolicy"].update(rdzvHost="etcd-0"),
+                        "spec.elasticPolicy.rdzvHost"),
+    "two gpu kinds": ("pytorchjob-elastic.yaml",
+                      lambda d: pt_pod(d)["containers"][0]["resources"]["limits"].update({"amd.com/gpu": 1}),
+                      "several GPU resources (amd.com/gpu, nvidia.com/gpu)"),
+    "worker program": ("mpijob-pi.yaml",
+                       lambda d: d["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(
+                           command=["python", "serve.py"]),
+                       "spec.mpiReplicaSpecs.Worker.template.spec.containers.command: the workers run sshd"),
+    "launcher as worker": ("mpijob-pi.yaml", lambda d: d["spec"].update(runLauncherAsWorker=True),
+                           "spec.runLauncherAsWorker: the chart's launcher runs ranks only with GPUs"),
+    "slots unlike gpus": ("mpijob-horovod.yaml", lambda d: d["spec"].update(slotsPerWorker=4),
+                          "spec.slotsPerWorker: 4 with 1 GPUs per worker"),
+    "deepspeed": ("trainjob-torch.yaml", lambda d: d["spec"]["runtimeRef"].update(name="deepspeed-distributed"),
+                  "spec.runtimeRef.name: deepspeed-distributed: DeepSpeed's MPI launcher has no chart here"),
+    "mlx": ("trainjob-torch.yaml", lambda d: d["spec"]["runtimeRef"].update(name="mlx-distributed"),
+            "spec.runtimeRef.name: mlx-distributed: MLX over MPI has no chart here"),
+    "torchtune": ("trainjob-torch.yaml", lambda d: d["spec"]["runtimeRef"].update(name="torchtune-llama3.2-1b"),
+                  "spec.runtimeRef.name: 'torchtune-llama3.2-1b': only torch-distributed maps to a chart here"),
+    "own runtime": ("trainjob-torch.yaml", lambda d: d["spec"]["runtimeRef"].update(kind="TrainingRuntime"),
+                    "spec.runtimeRef: TrainingRuntime torch-distributed: a runtime of your own"),
+    "initializer": ("trainjob-torch.yaml",
+                    lambda d: d["spec"].update(initializer={"dataset": {"storageUri": "hf://tatsu-lab/alpaca"}}),
+                    "spec.initializer: dataset and model initializers have no equivalent"),
+    "override of another job": ("trainjob-torch.yaml",
+                                lambda d: d["spec"]["podTemplateOverrides"][0].update(
+                                    targetJobs=[{"name": "dataset-initializer"}]),
+                                "spec.podTemplateOverrides[0].targetJobs: ['dataset-initializer']"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_a_field_without_equivalent_is_refused_with_its_path(case: str) -> None:
+    name, change, expected = REFUSALS[case]
+    with pytest.raises(importer.ImportRefused) as info:
+        importer.convert(changed(name, change), name)
+    assert expected in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("api", "kind", "expected"),
+    [
+        ("kubeflow.org/v1", "MPIJob", "MPIJob kubeflow.org/v1 (this importer reads MPIJob kubeflow.org/v2beta1)"),
+        ("kubeflow.org/v1", "XGBoostJob", "XGBoostJob kubeflow.org/v1 is not a job dlcharts import converts"),
+        ("kubeflow.org/v2alpha1", "TrainJob", "(this importer reads TrainJob trainer.kubeflow.org/v1alpha1)"),
+        ("apps/v1", "Deployment", "Deployment apps/v1 is not a job dlcharts import converts; it reads TFJob"),
+    ],
+)
+def test_unknown_kinds_and_api_versions_are_refused(api: str, kind: str, expected: str) -> None:
+    with pytest.raises(importer.ImportRefused) as info:
+        importer.convert({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": {}}, "f.yaml")
+    assert expected in str(info.value)
+
+
+# ----- the command -----------------------------------------------------------------------------------------------
+
+
+def test_cli_writes_one_file_per_job_from_a_multi_document_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    both = tmp_path / "jobs.yaml"
+    both.write_text(
+        (MANIFESTS / "tfjob-dist-mnist.yaml").read_text() + "\n---\n" + (MANIFESTS / "mpijob-pi.yaml").read_text()
+    )
+    out = tmp_path / "values"
+    assert main(["import", str(both), str(MANIFESTS / "trainjob-torch.yaml"), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["dist-mnist.yaml", "fashion-mnist.yaml", "pi.yaml"]
+    assert yaml.safe_load((out / "pi.yaml").read_text())["worker"] == 2
+    assert f"MPIJob pi -> {out / 'pi.yaml'} (chart horovod-mpi)" in capsys.readouterr().err
+
+
+def test_cli_one_job_to_stdout_and_several_need_a_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(MANIFESTS / "mpijob-pi.yaml")]) == 0
+    assert capsys.readouterr().out.startswith("# dlcharts import: MPIJob pi (")
+    assert main(["import", str(MANIFESTS / "mpijob-pi.yaml"), str(MANIFESTS / "trainjob-torch.yaml")]) == 2
+    assert "2 jobs: give -o FOLDER" in capsys.readouterr().err
+
+
+def test_cli_refusal_writes_nothing_and_lists_every_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = changed("tfjob-dist-mnist.yaml", lambda d: tf_container(d).update(livenessProbe={}, stdin=True))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "values"
+    assert main(["import", str(MANIFESTS / "mpijob-pi.yaml"), str(bad), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: TFJob dist-mnist cannot become values of tensorflow-dist:" in err
+    assert f"{TF_WORKER}.containers[0].livenessProbe" in err and f"{TF_WORKER}.containers[0].stdin" in err
+    assert "nothing written" in err
+    assert not out.exists()
+
+
+def test_cli_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml: no such file" in capsys.readouterr().err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [TFJob\n")
+    assert main(["import", str(broken)]) == 2
+    assert "broken.yaml: not valid YAML" in capsys.readouterr().err
