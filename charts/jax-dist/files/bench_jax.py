@@ -47,7 +47,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=256, help="examples per process and step")
     parser.add_argument("--features", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--learning-rate", type=float, default=0.03)
     args, unknown = parser.parse_known_args()
 
     coordinator = os.environ["JAX_COORDINATOR_ADDRESS"]

@@ -16,7 +16,8 @@ programs written for it run unchanged:
   (dl-common.resources.gpu "procs": gpu.count for whole devices, 1 for an amount such as HAMi nvidia.com/gpumem or
   for no GPU). jax.distributed.initialize reads it as local_device_ids, so the process uses exactly the GPUs of its
   pod, and with all four set it skips JAX's cluster auto-detection (whose Kubernetes method needs a service
-  account that may list pods);
+  account that may list pods). Left out above 64 GPUs per pod, more than any node has: JAX then uses every GPU
+  the pod sees, the same ones;
 - without GPUs, JAX_PLATFORMS=cpu (a CUDA build of JAX then does not look for GPUs) and
   JAX_CPU_COLLECTIVES_IMPLEMENTATION=gloo (JAX's cross-process collectives on CPU; JAX 0.12 has it as default,
   older releases had none). Both only when the role's env does not set them: they are defaults, not wiring;
@@ -28,7 +29,9 @@ programs written for it run unchanged:
 {{- $coordinator := include "dl-common.peers.host" (dict "role" "worker" "index" 0 "context" .context) -}}
 {{- $gpu := include "dl-common.resources.gpu" (dict "settings" .settings) | fromJson -}}
 {{- $ids := list -}}
+{{- if le (int $gpu.procs) 64 -}}
 {{- range $i := until (int $gpu.procs) -}}{{- $ids = append $ids (toString $i) -}}{{- end -}}
+{{- end -}}
 {{- $userNames := dict -}}
 {{- range (.settings.env | default list) -}}{{- $_ := set $userNames (toString .name) true -}}{{- end -}}
 - name: JAX_COORDINATOR_ADDRESS
@@ -39,8 +42,10 @@ programs written for it run unchanged:
   value: {{ int $v.worker | quote }}
 - name: JAX_PROCESS_ID
   value: "$(DL_TASK_INDEX)"
+{{- with $ids }}
 - name: JAX_LOCAL_DEVICE_IDS
-  value: {{ join "," $ids | quote }}
+  value: {{ join "," . | quote }}
+{{- end }}
 {{- if eq (int $gpu.count) 0 }}
 {{- if not (hasKey $userNames "JAX_PLATFORMS") }}
 - name: JAX_PLATFORMS
