@@ -229,8 +229,8 @@ IMAGES: dict[str, ImageDef] = {
             cmd=("python3",),
             values=("jax-dist:defaults.image",),
             check=(
-                "python3 -c 'import jax; assert jax.__version__ == \"0.12.0.1\", jax.__version__; "
-                "jax.config.update(\"jax_cpu_collectives_implementation\", \"gloo\"); "
+                'python3 -c \'import jax; assert jax.__version__ == "0.12.0.1", jax.__version__; '
+                'jax.config.update("jax_cpu_collectives_implementation", "gloo"); '
                 "assert float(jax.numpy.ones(3).sum()) == 3.0'"
             ),
             differs=(

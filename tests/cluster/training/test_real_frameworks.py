@@ -61,13 +61,19 @@ def delete_pod_on_line(
     return on_line, fault
 
 
-def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
-    result, log = real_run("pytorch-dist", "bert", "--set", "worker=2")
+def assert_workers_succeeded(result: run.RunResult, release: str, cluster: ClusterHandle) -> None:
+    """The release's one Job (its workers) complete, both pods Succeeded on the real nodes (on different ones when
+    there are several), none left running."""
     assert result.ok, result.problem
     assert [(p.phase, p.exit_code) for p in result.pods] == [("Succeeded", 0)] * 2
-    assert_spread(result.pods, embedded_cluster)
-    assert result.jobs == {"bert-worker": "Complete"}
+    assert_spread(result.pods, cluster)
+    assert result.jobs == {f"{release}-worker": "Complete"}
     assert result.settled_seconds is not None, "a pod of the finished job kept running"
+
+
+def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    result, log = real_run("pytorch-dist", "bert", "--set", "worker=2")
+    assert_workers_succeeded(result, "bert", embedded_cluster)
     assert re.search(r"\[bert-worker-0-\w+/worker\] bench_ddp: 2 process\(es\), backend gloo", log)
     for rank in range(2):  # torchrun gave each pod its rank from the c10d rendezvous, on its own host name
         assert re.search(rf"\[bert-worker-{rank}-\w+/worker\] bench_ddp: rank {rank}/2 on bert-worker-{rank} ", log)
@@ -331,11 +337,7 @@ def test_cntk_dist_launcher_runs_mpi4py_allreduce_through_cntk_python_command(re
 
 def test_jax_dist_processes_join_the_coordinator_and_train_data_parallel(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
     result, log = real_run("jax-dist", "jx", "--set", "worker=2")
-    assert result.ok, result.problem
-    assert [(p.phase, p.exit_code) for p in result.pods] == [("Succeeded", 0)] * 2
-    assert_spread(result.pods, embedded_cluster)
-    assert result.jobs == {"jx-worker": "Complete"}
-    assert result.settled_seconds is not None, "a pod of the finished job kept running"
+    assert_workers_succeeded(result, "jx", embedded_cluster)
     for pid in range(2):  # JAX took its process id, count and coordinator from the chart's variables
         assert re.search(
             rf"\[jx-worker-{pid}-\w+/worker\] bench_jax: process {pid}/2 on jx-worker-{pid}, coordinator "
@@ -353,9 +355,10 @@ JAX_SCRIPT = """
 import os, sys
 import jax, jax.numpy as jnp
 from jax.experimental import multihost_utils
-jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]), process_id=int(os.environ["JAX_PROCESS_ID"]))
-steps = int(sys.argv[1])
-total = sum(float(multihost_utils.process_allgather(jnp.float32(jax.process_index() + 1)).sum()) for _ in range(steps))
+env = os.environ
+jax.distributed.initialize(num_processes=int(env["JAX_NUM_PROCESSES"]), process_id=int(env["JAX_PROCESS_ID"]))
+value = jnp.float32(jax.process_index() + 1)
+total = sum(float(multihost_utils.process_allgather(value).sum()) for _ in range(int(sys.argv[1])))
 print(f"own-jax: process {jax.process_index()}/{jax.process_count()} total {total:g}", flush=True)
 jax.distributed.shutdown()
 """
@@ -368,8 +371,6 @@ def test_jax_dist_runs_a_users_own_script(real_run, embedded_cluster, tmp_path: 
         "jax-dist", "jxown", "--set", "worker=2", "--set-file", f"script={tmp_path / 'train.py'}",
         "--set-json", 'defaults.args=["3"]',
     )  # fmt: skip
-    assert result.ok, result.problem
-    assert_spread(result.pods, embedded_cluster)
-    assert result.settled_seconds is not None
+    assert_workers_succeeded(result, "jxown", embedded_cluster)
     # (1 + 2) per step, 3 steps: the allgather crossed both pods
     assert sorted(re.findall(r"own-jax: process (\d)/2 total 9\b", log)) == ["0", "1"], log
