@@ -104,6 +104,7 @@ SMALL_BENCHMARK: dict[str, dict[str, Any]] = {
         },
     },
     "cntk-dist": {"cntk": {"activate": "", "python": {"command": mpi4py_program()}}},
+    "jax-dist": {"benchmark": {"steps": 50, "warmupSteps": 2}},
 }  # fmt: skip
 
 Write = Callable[[str], None]

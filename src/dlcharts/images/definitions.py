@@ -139,7 +139,7 @@ IMAGES: dict[str, ImageDef] = {
             check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
             values=tuple(
                 f"{chart}:peerWait.image"
-                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
+                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist")
             ),
             differs=(
                 "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
@@ -155,7 +155,7 @@ IMAGES: dict[str, ImageDef] = {
             check="python3 -c 'import json, ssl, urllib.request'",
             values=tuple(
                 f"{chart}:startWatch.image"
-                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
+                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist")
             ),
             differs=(
                 "Debian trixie's python3 3.13 on the root file system the other images share, not Alpine: the start "
@@ -218,6 +218,25 @@ IMAGES: dict[str, ImageDef] = {
                 "PyPI's x86_64 torch wheels are CUDA builds that import only with about 3 GB of NVIDIA libraries, "
                 "and PyTorch's own CPU wheel index is not reachable here. Upstream has no CPU tag: 2.6.0-cpu names "
                 "what this is, not 2.9.1-cuda12.8-cudnn9-runtime"
+            ),
+        ),
+        ImageDef(
+            name="jax",
+            repository="nvidia/jax",  # nvcr.io/nvidia/jax: global.imageRegistry replaces the host
+            tag="0.12.0.1-cpu",
+            stands_for="jax-dist defaults.image nvcr.io/nvidia/jax:25.10-py3",
+            requirements=("jax==0.12.0.1", "jaxlib==0.12.0.1"),
+            cmd=("python3",),
+            values=("jax-dist:defaults.image",),
+            check=(
+                'python3 -c \'import jax; assert jax.__version__ == "0.12.0.1", jax.__version__; '
+                'jax.config.update("jax_cpu_collectives_implementation", "gloo"); '
+                "assert float(jax.numpy.ones(3).sum()) == 3.0'"
+            ),
+            differs=(
+                "PyPI's jax and jaxlib 0.12.0.1 CPU wheels (with their numpy, scipy, ml_dtypes and opt_einsum) on "
+                "Debian trixie's Python 3.13 (jax 0.11 and later need Python 3.12 or newer): NVIDIA's image is a "
+                "CUDA build of a JAX of its own month; the tag names what this is, not 25.10-py3"
             ),
         ),
         ImageDef(

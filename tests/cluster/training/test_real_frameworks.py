@@ -11,6 +11,9 @@ namespace at its chart's Pod Security level (restricted; cntk-dist: baseline).
   workers (Horovod 0.28.1 built from source); plain mpirun runs an mpi4py allreduce through horovod.command; a worker
   deleted mid-run fails the launcher and the Job, and no sshd pod is left. cntk-dist: the same MPI path as root
   (Pod Security baseline) with an mpi4py allreduce through cntk.python.command (CNTK itself has no current wheel).
+- jax-dist: every process joins through jax.distributed.initialize from the chart's JAX_* variables (process 0 runs
+  the coordinator), the jitted step's gradient mean is an all-reduce across both pods (gloo), and both end with the
+  same parameters; a user's own program through --set-file script=. Image: PyPI's jax/jaxlib 0.12.0.1 CPU wheels.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,13 +61,19 @@ def delete_pod_on_line(
     return on_line, fault
 
 
-def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
-    result, log = real_run("pytorch-dist", "bert", "--set", "worker=2")
+def assert_workers_succeeded(result: run.RunResult, release: str, cluster: ClusterHandle) -> None:
+    """The release's one Job (its workers) complete, both pods Succeeded on the real nodes (on different ones when
+    there are several), none left running."""
     assert result.ok, result.problem
     assert [(p.phase, p.exit_code) for p in result.pods] == [("Succeeded", 0)] * 2
-    assert_spread(result.pods, embedded_cluster)
-    assert result.jobs == {"bert-worker": "Complete"}
+    assert_spread(result.pods, cluster)
+    assert result.jobs == {f"{release}-worker": "Complete"}
     assert result.settled_seconds is not None, "a pod of the finished job kept running"
+
+
+def test_pytorch_torchrun_c10d_ddp_trains_across_two_pods(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    result, log = real_run("pytorch-dist", "bert", "--set", "worker=2")
+    assert_workers_succeeded(result, "bert", embedded_cluster)
     assert re.search(r"\[bert-worker-0-\w+/worker\] bench_ddp: 2 process\(es\), backend gloo", log)
     for rank in range(2):  # torchrun gave each pod its rank from the c10d rendezvous, on its own host name
         assert re.search(rf"\[bert-worker-{rank}-\w+/worker\] bench_ddp: rank {rank}/2 on bert-worker-{rank} ", log)
@@ -323,3 +333,44 @@ def test_cntk_dist_launcher_runs_mpi4py_allreduce_through_cntk_python_command(re
     assert "--allow-run-as-root" in log.split("mpi-launcher: running:")[1].splitlines()[0]  # root, as CNTK's images
     launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "cntk")
     print(f"cntk-dist: job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s")
+
+
+def test_jax_dist_processes_join_the_coordinator_and_train_data_parallel(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
+    result, log = real_run("jax-dist", "jx", "--set", "worker=2")
+    assert_workers_succeeded(result, "jx", embedded_cluster)
+    for pid in range(2):  # JAX took its process id, count and coordinator from the chart's variables
+        assert re.search(
+            rf"\[jx-worker-{pid}-\w+/worker\] bench_jax: process {pid}/2 on jx-worker-{pid}, coordinator "
+            r"jx-worker-0\.jx\.[\w-]+\.svc:6666, 1 local cpu device\(s\) of 2",
+            log,
+        ), pid
+    assert re.search(r"\[jx-worker-0-\w+/worker\] loss=\d+\.\d+$", log, re.MULTILINE)  # the Katib-style metric line
+    checksums = dict(re.findall(r"bench_jax: process (\d) final parameters sha256 ([0-9a-f]{64})", log))
+    assert sorted(checksums) == ["0", "1"], log
+    assert checksums["0"] == checksums["1"], f"the processes' final parameters differ: {checksums}"
+
+
+#: a user's own JAX program: every process adds its id into a global sum each step
+JAX_SCRIPT = """
+import os, sys
+import jax, jax.numpy as jnp
+from jax.experimental import multihost_utils
+env = os.environ
+jax.distributed.initialize(num_processes=int(env["JAX_NUM_PROCESSES"]), process_id=int(env["JAX_PROCESS_ID"]))
+value = jnp.float32(jax.process_index() + 1)
+total = sum(float(multihost_utils.process_allgather(value).sum()) for _ in range(int(sys.argv[1])))
+print(f"own-jax: process {jax.process_index()}/{jax.process_count()} total {total:g}", flush=True)
+jax.distributed.shutdown()
+"""
+
+
+def test_jax_dist_runs_a_users_own_script(real_run, embedded_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--set-file script=: every worker runs the user's program with defaults.args, wired by the same variables."""
+    (tmp_path / "train.py").write_text(JAX_SCRIPT)
+    result, log = real_run(
+        "jax-dist", "jxown", "--set", "worker=2", "--set-file", f"script={tmp_path / 'train.py'}",
+        "--set-json", 'defaults.args=["3"]',
+    )  # fmt: skip
+    assert_workers_succeeded(result, "jxown", embedded_cluster)
+    # (1 + 2) per step, 3 steps: the allgather crossed both pods
+    assert sorted(re.findall(r"own-jax: process (\d)/2 total 9\b", log)) == ["0", "1"], log

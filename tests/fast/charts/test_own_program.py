@@ -28,9 +28,9 @@ NON_MPI = [c for c in TRAINING if c not in MPI]
 SCRIPT_PATH = "/opt/dl-charts/script.py"
 # The launcher each chart runs a program with (MPI charts: what each rank runs, at the end of the launch line).
 LAUNCHER = {"tensorflow-dist": "python", "pytorch-dist": "torchrun", "mxnet-dist": "python",
-            "horovod-mpi": "python", "cntk-dist": "python"}  # fmt: skip
+            "horovod-mpi": "python", "cntk-dist": "python", "jax-dist": "python"}  # fmt: skip
 BENCHMARK = {"tensorflow-dist": "bench_tf.py", "pytorch-dist": "bench_ddp.py", "mxnet-dist": "bench_mx.py",
-             "horovod-mpi": "horovod_bench.py", "cntk-dist": "cntk_bench.py"}  # fmt: skip
+             "horovod-mpi": "horovod_bench.py", "cntk-dist": "cntk_bench.py", "jax-dist": "bench_jax.py"}  # fmt: skip
 # Every role a chart can have, so that each one is checked (watched roles included).
 ALL_ROLES = {"tensorflow-dist": {"chief": 1, "ps": 1, "evaluator": 1}, "mxnet-dist": {"server": 2}}
 PROGRAM_VALUE = {"horovod-mpi": "horovod.command", "cntk-dist": "cntk.python.command"}
@@ -107,7 +107,7 @@ def test_every_role_runs_the_script_with_the_charts_launcher_and_keeps_its_wirin
     benchmark = jobs(render(CHARTS / chart, values={**ALL_ROLES.get(chart, {})}))
     rendered = jobs(render(CHARTS / chart, values=values, set_file=[f"script={train_py}"]))
     roles = {"tensorflow-dist": ["chief", "evaluator", "ps", "worker"], "pytorch-dist": ["worker"],
-             "mxnet-dist": ["scheduler", "server", "worker"]}[chart]  # fmt: skip
+             "mxnet-dist": ["scheduler", "server", "worker"], "jax-dist": ["worker"]}[chart]  # fmt: skip
     assert sorted(rendered) == sorted(benchmark) == [f"release-{role}" for role in roles]
     for name, job in rendered.items():
         main, before = main_container(job), main_container(benchmark[name])

@@ -340,7 +340,7 @@ def test_names_the_api_server_takes_as_dns_subdomains_are_refused_at_render(char
     assert f"at '/{key.replace('.', '/')}'" in message or f"{key}: " in message, message  # Helm 4 / Helm 3 wording
 
 
-@pytest.mark.parametrize("chart", [c for c in TRAINING if c != "pytorch-dist"])  # pytorch-dist keeps no host list
+@pytest.mark.parametrize("chart", [c for c in TRAINING if c not in ("pytorch-dist", "jax-dist")])  # no host list
 def test_a_host_list_over_the_configmap_limit_is_refused_naming_worker(chart, render):
     message = refusal(render, chart, set=["worker=60000"])
     assert re.search(r"worker=60000 makes the ConfigMap release-\w+ \d+ bytes, .* at most 1 MiB", message), message
