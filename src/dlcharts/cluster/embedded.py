@@ -189,14 +189,23 @@ class EmbeddedCluster:
         return self.run_dir / f"{self.config.name}.kwokctl.log"
 
     # ----- public API ------------------------------------------------------------------------------
-    def is_running(self) -> bool:
-        """True when this cluster's API server answers /readyz."""
+    def is_running(self, patience: float = 0) -> bool:
+        """True when this cluster's API server answers /readyz. With ``patience``, an API server whose process
+        is alive gets that many seconds to answer: a loaded machine slowed one past the first 3 s, and taking it
+        for dead deleted a cluster that other processes were using."""
         if not self.kubeconfig.is_file():
             return False
-        try:
-            return _get(self.kubeconfig, "/readyz", timeout=3) == "ok"
-        except Exception:  # noqa: BLE001 - any failure means "not running"
-            return False
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                if _get(self.kubeconfig, "/readyz", timeout=3) == "ok":
+                    return True
+            except Exception:  # noqa: BLE001 - any failure means "not answering (yet)"
+                pass
+            alive = procs.alive(_component_pids(self.state_dir).get("kube-apiserver", 0))
+            if not alive or time.monotonic() >= deadline:
+                return False
+            time.sleep(2)
 
     def start(self) -> ClusterHandle:
         """Bring the cluster up (or reuse the running one of the same name) and return its handle."""
@@ -208,7 +217,7 @@ class EmbeddedCluster:
         paths["kubectl"] = _kubectl()
         self.clusters_dir.mkdir(parents=True, exist_ok=True)
         with self._lock():
-            reused = self.is_running()
+            reused = self.is_running(patience=self.config.start_timeout)
             if reused:
                 self._check_reusable()
             elif self.state_dir.exists():
@@ -480,6 +489,13 @@ class EmbeddedCluster:
         return dest
 
     def _check_reusable(self) -> None:
+        dead = sorted(name for name, pid in _component_pids(self.state_dir).items() if _dead(pid))
+        if dead:  # e.g. a controller-manager or scheduler that lost its leader lease on a starved machine exits
+            raise ClusterError(
+                f"cluster {self.config.name} runs without {', '.join(dead)} (exited; its log: "
+                f"{self.state_dir / 'logs'}); start it afresh: `dlcharts cluster down --name {self.config.name}`, "
+                f"then run again"
+            )
         state = self.state_dir / STATE_FILE
         if not state.is_file():
             return
