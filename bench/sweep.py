@@ -7,7 +7,7 @@ random algorithm, then with TPE (optuna), one after the other on the embedded cl
 trains 60 steps and reports the loss averaged over the ranks every 5 steps (bench/training/torch_train.py --steps).
 
 Records per algorithm: the wall time, the trials by state, the best trial and its loss, and the plot of every
-trial's loss over steps (bench/plots/sweep-<algorithm>.png); section 16 of bench/results.md.
+trial's loss over steps (bench/plots/sweep-<algorithm>.png); section 17 of bench/results.md.
 
 Usage: .venv/bin/python -m bench.sweep [--algorithms random,tpe] [--cluster-name NAME]
 """
@@ -29,7 +29,7 @@ from bench import common, model
 from dlcharts import sweep
 from dlcharts.helm import find_helm
 
-SECTION = "16-sweeps"
+SECTION = "17-sweeps"
 TITLE = "Sweeps without an operator: the talk's Katib experiment on CPU (issue 35)"
 SWEEP = common.BENCH / "sweeps" / "lenet.yaml"
 CHART = common.ROOT / "charts" / "pytorch-dist"
