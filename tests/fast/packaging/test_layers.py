@@ -14,7 +14,7 @@ import pytest
 from tests.support import ROOT
 
 PACKAGE = ROOT / "src" / "dlcharts"
-UPPER = ("cluster", "install", "images", "release", "run", "demo")
+UPPER = ("cluster", "install", "images", "release", "run", "demo", "sweep")
 EXTRAS = ("kubernetes", "cryptography", "bcrypt", "yamllint")  # dlcharts[cluster], dlcharts[release]
 ENTRY_POINTS = ("cli", "plugin")
 
