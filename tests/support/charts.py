@@ -13,7 +13,9 @@ from tests.support import CHARTS
 
 #: the training charts present in this tree
 TRAINING = [
-    c for c in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist") if (CHARTS / c).is_dir()
+    c
+    for c in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "deepspeed-dist")
+    if (CHARTS / c).is_dir()
 ]
 
 #: what helm prints when a template dereferences something that is not there: a chart bug, never a refusal

@@ -79,6 +79,13 @@ _MPI_CHECK = (
     "'from mpi4py import MPI; c = MPI.COMM_WORLD; assert c.allreduce(c.rank + 1) == 3'"
 )
 
+#: the training charts, each of which runs the peer-wait (busybox) and start-watch (python) images
+_TRAINING_CHARTS = ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "deepspeed-dist")
+# DeepSpeed's pure-Python dependencies from PyPI (torch, numpy and packaging come from Debian: the venv sees them)
+_DEEPSPEED_DEPS = ("einops", "hjson", "msgpack", "ninja", "psutil", "py-cpuinfo", "pydantic>=2", "tqdm")
+# DeepSpeed's setup.py imports torch and its accelerator code: no op is compiled (DS_BUILD_OPS=0, CPU accelerator)
+_DEEPSPEED_BUILD_ENV = ("DS_BUILD_OPS=0", "DS_ACCELERATOR=cpu")
+
 
 @dataclasses.dataclass(frozen=True)
 class ImageDef:
@@ -137,10 +144,7 @@ IMAGES: dict[str, ImageDef] = {
             tag="1.37.0",
             stands_for="peerWait.image busybox:1.37.0 (peer-wait init container, helm test pod; every training chart)",
             check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
-            values=tuple(
-                f"{chart}:peerWait.image"
-                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
-            ),
+            values=tuple(f"{chart}:peerWait.image" for chart in _TRAINING_CHARTS),
             differs=(
                 "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
                 "Debian minbase with python3, not the upstream static busybox image (larger: it is the root layer "
@@ -153,10 +157,7 @@ IMAGES: dict[str, ImageDef] = {
             tag="3.13-alpine",
             stands_for="startWatch.image python:3.13-alpine (the start watch; every training chart)",
             check="python3 -c 'import json, ssl, urllib.request'",
-            values=tuple(
-                f"{chart}:startWatch.image"
-                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist")
-            ),
+            values=tuple(f"{chart}:startWatch.image" for chart in _TRAINING_CHARTS),
             differs=(
                 "Debian trixie's python3 3.13 on the root file system the other images share, not Alpine: the start "
                 "watch needs only python3 and its standard library"
@@ -246,6 +247,33 @@ IMAGES: dict[str, ImageDef] = {
                 "Horovod 0.28.1 built from its PyPI sdist (MPI controller and CPU operations, PyTorch only, no Gloo) "
                 "against Debian bookworm's torch 1.13.1 CPU build, torchvision 0.14 and Open MPI 4.1, with OpenSSH "
                 "and mpi4py: upstream's image is a CUDA build with TensorFlow, PyTorch and MXNet; not 0.28.1"
+            ),
+        ),
+        ImageDef(
+            name="deepspeed",
+            repository="kubeflow/trainer/deepspeed-runtime",  # ghcr.io/...: global.imageRegistry replaces the host
+            tag="0.19.8-cpu-torch2.6",
+            stands_for="deepspeed-dist defaults.image ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.2.0",
+            packages=(*_MPI_PACKAGES, "python3-torch", "python-is-python3", "hostname"),
+            hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT, _TORCH_TCPSTORE_USE_LIBUV),
+            requirements=("deepspeed==0.19.8", *_DEEPSPEED_DEPS),
+            sdists=("deepspeed==0.19.8",),
+            build_packages=("python3-pip", "python3-setuptools", "python3-wheel"),
+            build_env=_DEEPSPEED_BUILD_ENV,
+            system_site_packages=True,  # Debian's torch (and numpy, packaging), which DeepSpeed runs on
+            cmd=("python3",),
+            env=("USE_LIBUV=0", "DS_ACCELERATOR=cpu"),
+            values=("deepspeed-dist:defaults.image",),
+            check=(
+                "command -v deepspeed sshd ssh >/dev/null && python3 -c 'import deepspeed, torch; "
+                'assert deepspeed.__version__ == "0.19.8", deepspeed.__version__; '
+                "from deepspeed.accelerator import get_accelerator as a; "
+                'assert a().device_name() == "cpu" and a().communication_backend_name() == "gloo"\' && ' + _MPI_CHECK
+            ),
+            differs=(
+                "DeepSpeed 0.19.8 built from its PyPI sdist without compiled ops (DS_BUILD_OPS=0), on Debian trixie's "
+                "torch 2.6.0 CPU build with Open MPI, OpenSSH and mpi4py; DS_ACCELERATOR=cpu, so DeepSpeed talks gloo "
+                "(no oneCCL). Kubeflow Trainer's image is a CUDA build; the tag names what this is, not v2.2.0"
             ),
         ),
         ImageDef(
