@@ -18,6 +18,16 @@ TRAINING = [
     if (CHARTS / c).is_dir()
 ]
 
+#: the MPI charts (a launcher and sshd workers) and the value naming the program every rank runs
+MPI_PROGRAM = {
+    "horovod-mpi": "horovod.command",
+    "cntk-dist": "cntk.python.command",
+    "deepspeed-dist": "deepspeed.command",
+}
+MPI = [c for c in MPI_PROGRAM if c in TRAINING]
+#: what the MPI charts put after the program every rank runs (deepspeed-dist: the ds_config's path)
+MPI_PROGRAM_TAIL = {"deepspeed-dist": ["--deepspeed_config", "/opt/dl-charts/ds_config.json"]}
+
 #: what helm prints when a template dereferences something that is not there: a chart bug, never a refusal
 PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")
 
