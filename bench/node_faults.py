@@ -62,6 +62,8 @@ CHARTS: dict[str, Case] = {
     "cntk-dist": Case("cntk-dist", ("--set", "worker=2", "--set-json",
                                     f"cntk.python.command={json.dumps(run.mpi4py_program(600, 0.5))}"),
                       r"mpi4py: step 3/", ("worker", 1)),
+    "deepspeed-dist": Case("deepspeed-dist", ("--set", "worker=2", "--set", "benchmark.steps=100000"),
+                           r"ds-bench: step 10/", ("worker", 1)),
 }  # fmt: skip
 FAULTS = ("lose", "partition")
 
