@@ -81,8 +81,19 @@ _MPI_CHECK = (
 
 #: the training charts, each of which runs the peer-wait (busybox) and start-watch (python) images
 _TRAINING_CHARTS = ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "deepspeed-dist")
-# DeepSpeed's pure-Python dependencies from PyPI (torch, numpy and packaging come from Debian: the venv sees them)
-_DEEPSPEED_DEPS = ("einops", "hjson", "msgpack", "ninja", "psutil", "py-cpuinfo", "pydantic>=2", "tqdm")
+# DeepSpeed's dependencies from PyPI (torch, numpy and packaging come from Debian: the venv sees them), and sympy
+# 1.13.1, which Debian's torch declares exactly (pip checks an installed requirement's own; trixie has 1.13.3)
+_DEEPSPEED_DEPS = (
+    "einops",
+    "hjson",
+    "msgpack",
+    "ninja",
+    "psutil",
+    "py-cpuinfo",
+    "pydantic>=2",
+    "tqdm",
+    "sympy==1.13.1",
+)
 # DeepSpeed's setup.py imports torch and its accelerator code: no op is compiled (DS_BUILD_OPS=0, CPU accelerator)
 _DEEPSPEED_BUILD_ENV = ("DS_BUILD_OPS=0", "DS_ACCELERATOR=cpu")
 
@@ -254,11 +265,12 @@ IMAGES: dict[str, ImageDef] = {
             repository="kubeflow/trainer/deepspeed-runtime",  # ghcr.io/...: global.imageRegistry replaces the host
             tag="0.19.8-cpu-torch2.6",
             stands_for="deepspeed-dist defaults.image ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.2.0",
-            packages=(*_MPI_PACKAGES, "python3-torch", "python-is-python3", "hostname"),
+            # python3-setuptools: Debian's torch declares it (Python >= 3.12), so pip checks for it in the venv
+            packages=(*_MPI_PACKAGES, "python3-torch", "python3-setuptools", "python-is-python3", "hostname"),
             hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT, _TORCH_TCPSTORE_USE_LIBUV),
             requirements=("deepspeed==0.19.8", *_DEEPSPEED_DEPS),
             sdists=("deepspeed==0.19.8",),
-            build_packages=("python3-pip", "python3-setuptools", "python3-wheel"),
+            build_packages=("python3-pip", "python3-wheel"),
             build_env=_DEEPSPEED_BUILD_ENV,
             system_site_packages=True,  # Debian's torch (and numpy, packaging), which DeepSpeed runs on
             cmd=("python3",),
