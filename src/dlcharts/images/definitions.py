@@ -94,8 +94,12 @@ _DEEPSPEED_DEPS = (
     "tqdm",
     "sympy==1.13.1",
 )
-# DeepSpeed's setup.py imports torch and its accelerator code: no op is compiled (DS_BUILD_OPS=0, CPU accelerator)
-_DEEPSPEED_BUILD_ENV = ("DS_BUILD_OPS=0", "DS_ACCELERATOR=cpu")
+# DeepSpeed's setup.py imports torch and its accelerator code. One op is compiled ahead (the others are not:
+# DS_BUILD_OPS=0): the CPU accelerator's shared-memory collectives (shm_comm), which deepspeed.init_distributed()
+# loads on Linux, compiling it on the spot when it was not built in, which needs a C++ compiler in the image
+_DEEPSPEED_BUILD_ENV = ("DS_BUILD_OPS=0", "DS_BUILD_SHM_COMM=1", "DS_ACCELERATOR=cpu")
+# what compiling it needs: a compiler, torch's C++ headers (libtorch-dev, whose headers include pybind11's) and Python's
+_DEEPSPEED_BUILD = ("g++", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-pip", "python3-wheel")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,7 +274,7 @@ IMAGES: dict[str, ImageDef] = {
             hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT, _TORCH_TCPSTORE_USE_LIBUV),
             requirements=("deepspeed==0.19.8", *_DEEPSPEED_DEPS),
             sdists=("deepspeed==0.19.8",),
-            build_packages=("python3-pip", "python3-wheel"),
+            build_packages=_DEEPSPEED_BUILD,
             build_env=_DEEPSPEED_BUILD_ENV,
             system_site_packages=True,  # Debian's torch (and numpy, packaging), which DeepSpeed runs on
             cmd=("python3",),
@@ -280,7 +284,8 @@ IMAGES: dict[str, ImageDef] = {
                 "command -v deepspeed sshd ssh >/dev/null && python3 -c 'import deepspeed, torch; "
                 'assert deepspeed.__version__ == "0.19.8", deepspeed.__version__; '
                 "from deepspeed.accelerator import get_accelerator as a; "
-                'assert a().device_name() == "cpu" and a().communication_backend_name() == "gloo"\' && ' + _MPI_CHECK
+                'assert a().device_name() == "cpu" and a().communication_backend_name() == "gloo"; '
+                "from deepspeed.comm.torch import build_shm_op; assert build_shm_op() is not None' && " + _MPI_CHECK
             ),
             differs=(
                 "DeepSpeed 0.19.8 built from its PyPI sdist without compiled ops (DS_BUILD_OPS=0), on Debian trixie's "
