@@ -56,7 +56,7 @@ def main() -> None:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     print(
         f"ds-bench: world size {world}, rank {rank}, local rank {local_rank}, host {host}, "
-        f"backend {dist.get_backend()}, master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}",
+        f"backend {torch.distributed.get_backend()}, master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}",
         flush=True,
     )
     torch.manual_seed(args.seed)  # the same initial parameters on every rank
