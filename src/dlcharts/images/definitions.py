@@ -288,7 +288,8 @@ IMAGES: dict[str, ImageDef] = {
                 "from deepspeed.comm.torch import build_shm_op; assert build_shm_op() is not None' && " + _MPI_CHECK
             ),
             differs=(
-                "DeepSpeed 0.19.8 built from its PyPI sdist without compiled ops (DS_BUILD_OPS=0), on Debian trixie's "
+                "DeepSpeed 0.19.8 built from its PyPI sdist with one op compiled, the CPU shared-memory collectives "
+                "(DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1), on Debian trixie's "
                 "torch 2.6.0 CPU build with Open MPI, OpenSSH and mpi4py; DS_ACCELERATOR=cpu, so DeepSpeed talks gloo "
                 "(no oneCCL). Kubeflow Trainer's image is a CUDA build; the tag names what this is, not v2.2.0"
             ),
