@@ -27,7 +27,15 @@ PLOTS = BENCH / "plots"  # the PNGs results.md shows
 WORK = ROOT / "build" / "bench"  # gitignored: corpus, per-part raw JSON, logs
 MiB = 1024 * 1024
 KUBE_VERSION = "1.35.0"
-TRAINING_CHARTS = ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist")
+TRAINING_CHARTS = (
+    "tensorflow-dist",
+    "pytorch-dist",
+    "mxnet-dist",
+    "horovod-mpi",
+    "cntk-dist",
+    "jax-dist",
+    "deepspeed-dist",
+)
 
 T = TypeVar("T")
 

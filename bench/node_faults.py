@@ -64,6 +64,8 @@ CHARTS: dict[str, Case] = {
                       r"mpi4py: step 3/", ("worker", 1)),
     "jax-dist": Case("jax-dist", ("--set", "worker=2", "--set", "benchmark.steps=100000"), r"bench_jax: step \d+/",
                      ("worker", 1)),
+    "deepspeed-dist": Case("deepspeed-dist", ("--set", "worker=2", "--set", "benchmark.steps=100000"),
+                           r"ds-bench: step 10/", ("worker", 1)),
 }  # fmt: skip
 FAULTS = ("lose", "partition")
 

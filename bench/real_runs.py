@@ -42,6 +42,7 @@ CHARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "horovod-mpi": (("--set", "worker=2"), r"warming up: \d+ batches"),
     "cntk-dist": (("--set", "worker=2"), r"mpi4py: step \d+/"),
     "jax-dist": (("--set", "worker=2"), r"bench_jax: step \d+/"),
+    "deepspeed-dist": (("--set", "worker=2"), r"ds-bench: step \d+/"),
 }
 SECTION = "15-real-nodes"
 TITLE = "Across real nodes: every chart on 1, 2 and 3 real nodes, and node faults (issue 32)"

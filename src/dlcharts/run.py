@@ -105,6 +105,7 @@ SMALL_BENCHMARK: dict[str, dict[str, Any]] = {
     },
     "cntk-dist": {"cntk": {"activate": "", "python": {"command": mpi4py_program()}}},
     "jax-dist": {"benchmark": {"steps": 50, "warmupSteps": 2}},
+    "deepspeed-dist": {"benchmark": {"hidden": 256, "layers": 4, "warmupSteps": 2, "steps": 30}},
 }  # fmt: skip
 
 Write = Callable[[str], None]

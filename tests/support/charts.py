@@ -14,9 +14,19 @@ from tests.support import CHARTS
 #: the training charts present in this tree
 TRAINING = [
     c
-    for c in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist")
+    for c in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist", "deepspeed-dist")
     if (CHARTS / c).is_dir()
 ]
+
+#: the MPI charts (a launcher and sshd workers) and the value naming the program every rank runs
+MPI_PROGRAM = {
+    "horovod-mpi": "horovod.command",
+    "cntk-dist": "cntk.python.command",
+    "deepspeed-dist": "deepspeed.command",
+}
+MPI = [c for c in MPI_PROGRAM if c in TRAINING]
+#: what the MPI charts put after the program every rank runs (deepspeed-dist: the ds_config's path)
+MPI_PROGRAM_TAIL = {"deepspeed-dist": ["--deepspeed_config", "/opt/dl-charts/ds_config.json"]}
 
 #: what helm prints when a template dereferences something that is not there: a chart bug, never a refusal
 PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")

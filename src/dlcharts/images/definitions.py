@@ -79,6 +79,36 @@ _MPI_CHECK = (
     "'from mpi4py import MPI; c = MPI.COMM_WORLD; assert c.allreduce(c.rank + 1) == 3'"
 )
 
+#: the training charts, each of which runs the peer-wait (busybox) and start-watch (python) images
+_TRAINING_CHARTS = (
+    "tensorflow-dist",
+    "pytorch-dist",
+    "mxnet-dist",
+    "horovod-mpi",
+    "cntk-dist",
+    "jax-dist",
+    "deepspeed-dist",
+)
+# DeepSpeed's dependencies from PyPI (torch, numpy and packaging come from Debian: the venv sees them), and sympy
+# 1.13.1, which Debian's torch declares exactly (pip checks an installed requirement's own; trixie has 1.13.3)
+_DEEPSPEED_DEPS = (
+    "einops",
+    "hjson",
+    "msgpack",
+    "ninja",
+    "psutil",
+    "py-cpuinfo",
+    "pydantic>=2",
+    "tqdm",
+    "sympy==1.13.1",
+)
+# DeepSpeed's setup.py imports torch and its accelerator code. One op is compiled ahead (the others are not:
+# DS_BUILD_OPS=0): the CPU accelerator's shared-memory collectives (shm_comm), which deepspeed.init_distributed()
+# loads on Linux, compiling it on the spot when it was not built in, which needs a C++ compiler in the image
+_DEEPSPEED_BUILD_ENV = ("DS_BUILD_OPS=0", "DS_BUILD_SHM_COMM=1", "DS_ACCELERATOR=cpu")
+# what compiling it needs: a compiler, torch's C++ headers (libtorch-dev, whose headers include pybind11's) and Python's
+_DEEPSPEED_BUILD = ("g++", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-pip", "python3-wheel")
+
 
 @dataclasses.dataclass(frozen=True)
 class ImageDef:
@@ -137,10 +167,7 @@ IMAGES: dict[str, ImageDef] = {
             tag="1.37.0",
             stands_for="peerWait.image busybox:1.37.0 (peer-wait init container, helm test pod; every training chart)",
             check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
-            values=tuple(
-                f"{chart}:peerWait.image"
-                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist")
-            ),
+            values=tuple(f"{chart}:peerWait.image" for chart in _TRAINING_CHARTS),
             differs=(
                 "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
                 "Debian minbase with python3, not the upstream static busybox image (larger: it is the root layer "
@@ -153,10 +180,7 @@ IMAGES: dict[str, ImageDef] = {
             tag="3.13-alpine",
             stands_for="startWatch.image python:3.13-alpine (the start watch; every training chart)",
             check="python3 -c 'import json, ssl, urllib.request'",
-            values=tuple(
-                f"{chart}:startWatch.image"
-                for chart in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist")
-            ),
+            values=tuple(f"{chart}:startWatch.image" for chart in _TRAINING_CHARTS),
             differs=(
                 "Debian trixie's python3 3.13 on the root file system the other images share, not Alpine: the start "
                 "watch needs only python3 and its standard library"
@@ -265,6 +289,36 @@ IMAGES: dict[str, ImageDef] = {
                 "Horovod 0.28.1 built from its PyPI sdist (MPI controller and CPU operations, PyTorch only, no Gloo) "
                 "against Debian bookworm's torch 1.13.1 CPU build, torchvision 0.14 and Open MPI 4.1, with OpenSSH "
                 "and mpi4py: upstream's image is a CUDA build with TensorFlow, PyTorch and MXNet; not 0.28.1"
+            ),
+        ),
+        ImageDef(
+            name="deepspeed",
+            repository="kubeflow/trainer/deepspeed-runtime",  # ghcr.io/...: global.imageRegistry replaces the host
+            tag="0.19.8-cpu-torch2.6",
+            stands_for="deepspeed-dist defaults.image ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.2.0",
+            # python3-setuptools: Debian's torch declares it (Python >= 3.12), so pip checks for it in the venv
+            packages=(*_MPI_PACKAGES, "python3-torch", "python3-setuptools", "python-is-python3", "hostname"),
+            hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT, _TORCH_TCPSTORE_USE_LIBUV),
+            requirements=("deepspeed==0.19.8", *_DEEPSPEED_DEPS),
+            sdists=("deepspeed==0.19.8",),
+            build_packages=_DEEPSPEED_BUILD,
+            build_env=_DEEPSPEED_BUILD_ENV,
+            system_site_packages=True,  # Debian's torch (and numpy, packaging), which DeepSpeed runs on
+            cmd=("python3",),
+            env=("USE_LIBUV=0", "DS_ACCELERATOR=cpu"),
+            values=("deepspeed-dist:defaults.image",),
+            check=(
+                "command -v deepspeed sshd ssh >/dev/null && python3 -c 'import deepspeed, torch; "
+                'assert deepspeed.__version__ == "0.19.8", deepspeed.__version__; '
+                "from deepspeed.accelerator import get_accelerator as a; "
+                'assert a().device_name() == "cpu" and a().communication_backend_name() == "gloo"; '
+                "from deepspeed.comm.torch import build_shm_op; assert build_shm_op() is not None' && " + _MPI_CHECK
+            ),
+            differs=(
+                "DeepSpeed 0.19.8 built from its PyPI sdist with one op compiled, the CPU shared-memory collectives "
+                "(DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1), on Debian trixie's "
+                "torch 2.6.0 CPU build with Open MPI, OpenSSH and mpi4py; DS_ACCELERATOR=cpu, so DeepSpeed talks gloo "
+                "(no oneCCL). Kubeflow Trainer's image is a CUDA build; the tag names what this is, not v2.2.0"
             ),
         ),
         ImageDef(

@@ -14,6 +14,8 @@ namespace at its chart's Pod Security level (restricted; cntk-dist: baseline).
 - jax-dist: every process joins through jax.distributed.initialize from the chart's JAX_* variables (process 0 runs
   the coordinator), the jitted step's gradient mean is an all-reduce across both pods (gloo), and both end with the
   same parameters; a user's own program through --set-file script=. Image: PyPI's jax/jaxlib 0.12.0.1 CPU wheels.
+- deepspeed-dist: DeepSpeed's launcher (--launcher openmpi) reads the chart's hostfile and starts one rank per sshd
+  worker; a user's script and ds_config file (--set-file) train with ZeRO stage 2 over gloo, checksums equal.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pytest
 from dlcharts import run
 from dlcharts.cluster import ClusterHandle
 from dlcharts.install import Kube
+from tests.support import CHARTS
 from tests.support.real_node import assert_spread
 
 pytestmark = pytest.mark.cluster
@@ -374,3 +377,51 @@ def test_jax_dist_runs_a_users_own_script(real_run, embedded_cluster, tmp_path: 
     assert_workers_succeeded(result, "jxown", embedded_cluster)
     # (1 + 2) per step, 3 steps: the allgather crossed both pods
     assert sorted(re.findall(r"own-jax: process (\d)/2 total 9\b", log)) == ["0", "1"], log
+
+
+def test_deepspeed_zero2_trains_a_users_script_and_ds_config_file_on_two_sshd_workers(  # type: ignore[no-untyped-def]
+    real_run, embedded_cluster, tmp_path
+) -> None:
+    """deepspeed-dist with DeepSpeed's own launcher (`deepspeed --launcher openmpi` on the chart's hostfile) and both
+    files a user gives with --set-file: the program (here the chart's own benchmark, as a user's script, with its
+    arguments in defaults.args) and the ds_config (ZeRO stage 2). DeepSpeed's MPI discovery gives each rank its
+    rank on its own worker pod, gloo carries ZeRO's collectives, and both ranks end with the same parameters."""
+    script = tmp_path / "train.py"
+    script.write_text((CHARTS / "deepspeed-dist" / "files" / "ds_bench.py").read_text())
+    ds_config = tmp_path / "ds_config.json"
+    ds_config.write_text(
+        json.dumps(
+            {
+                "train_micro_batch_size_per_gpu": 8,
+                "optimizer": {"type": "Adam", "params": {"lr": 0.001, "torch_adam": True}},
+                "zero_optimization": {"stage": 2},
+            }
+        )
+    )
+    result, log = real_run(
+        "deepspeed-dist",
+        "ds",
+        "--set",
+        "worker=2",
+        "--set-file",
+        f"script={script}",
+        "--set-file",
+        f"dsConfig={ds_config}",
+        "--set-json",
+        'defaults.args=["--hidden","64","--layers","2","--warmup-steps","1","--steps","10"]',
+    )
+    assert_mpi_job_succeeded(result, "ds", embedded_cluster)
+    line = log.split("mpi-launcher: running:")[1].splitlines()[0]
+    assert line.startswith(" deepspeed --hostfile /etc/mpi/hostfile --launcher openmpi "), line
+    assert line.endswith(
+        "--no_python python /opt/dl-charts/script.py --hidden 64 --layers 2 --warmup-steps 1 --steps 10 "
+        "--deepspeed_config /opt/dl-charts/ds_config.json"
+    ), line
+    hosts = dict(re.findall(r"ds-bench: world size 2, rank (\d), local rank 0, host (\S+), backend gloo", log))
+    assert hosts == {"0": "ds-worker-0", "1": "ds-worker-1"}, hosts  # one rank on each worker pod
+    assert "ds-bench: ZeRO stage 2, micro batch 8 per rank, 2 ranks" in log
+    checksums = dict(re.findall(r"ds-bench: rank (\d) on \S+ final parameters checksum ([0-9a-f]{16})", log))
+    assert sorted(checksums) == ["0", "1"] and checksums["0"] == checksums["1"], checksums
+    assert re.search(r"^\S+ loss=\d+\.\d+$", log, re.M) and re.search(r"samples_per_second=\d", log), log
+    launcher_end, last_end = pod_times(embedded_cluster.kubeconfig, real_run.namespace, "ds")
+    print(f"deepspeed-dist: job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s")

@@ -17,7 +17,7 @@ from dlcharts import apirules
 from dlcharts.errors import RenderError
 from dlcharts.schemas import validate_objects
 from tests.support import CHARTS
-from tests.support.charts import TRAINING, refusal, without_reference_checks
+from tests.support.charts import MPI, TRAINING, refusal, without_reference_checks
 from tests.support.values import CROSS_REFERENCES
 
 
@@ -143,7 +143,7 @@ def test_one_mistake_in_defaults_is_one_line_naming_every_role(render):
     assert "the pods of roles scheduler, server, worker have no volume" in stderr, stderr
 
 
-@pytest.mark.parametrize("chart", [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING])
+@pytest.mark.parametrize("chart", MPI)
 def test_mpi_volumes_are_the_chart_own_and_the_launcher_has_no_shm(chart, render):
     stderr = refusal(render, chart, values={"defaults": {"volumes": [volume("mpi-home"), volume("shm")]}})
     assert (

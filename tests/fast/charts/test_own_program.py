@@ -21,19 +21,19 @@ import pytest
 
 from dlcharts.podenv import main_container, start_container
 from tests.support import CHARTS
-from tests.support.charts import TRAINING, refusal, training_jobs
+from tests.support.charts import MPI, MPI_PROGRAM, MPI_PROGRAM_TAIL, TRAINING, refusal, training_jobs
 
-MPI = [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING]
 NON_MPI = [c for c in TRAINING if c not in MPI]
 SCRIPT_PATH = "/opt/dl-charts/script.py"
 # The launcher each chart runs a program with (MPI charts: what each rank runs, at the end of the launch line).
 LAUNCHER = {"tensorflow-dist": "python", "pytorch-dist": "torchrun", "mxnet-dist": "python",
-            "horovod-mpi": "python", "cntk-dist": "python", "jax-dist": "python"}  # fmt: skip
+            "horovod-mpi": "python", "cntk-dist": "python", "jax-dist": "python",
+            "deepspeed-dist": "python"}  # fmt: skip
 BENCHMARK = {"tensorflow-dist": "bench_tf.py", "pytorch-dist": "bench_ddp.py", "mxnet-dist": "bench_mx.py",
-             "horovod-mpi": "horovod_bench.py", "cntk-dist": "cntk_bench.py", "jax-dist": "bench_jax.py"}  # fmt: skip
+             "horovod-mpi": "horovod_bench.py", "cntk-dist": "cntk_bench.py", "jax-dist": "bench_jax.py",
+             "deepspeed-dist": "ds_bench.py"}  # fmt: skip
 # Every role a chart can have, so that each one is checked (watched roles included).
 ALL_ROLES = {"tensorflow-dist": {"chief": 1, "ps": 1, "evaluator": 1}, "mxnet-dist": {"server": 2}}
-PROGRAM_VALUE = {"horovod-mpi": "horovod.command", "cntk-dist": "cntk.python.command"}
 USER_ARGS = ["--epochs", "3", "--data", "/data/x y"]
 # Text a YAML block or a template could mangle: indentation, tabs, trailing spaces, blank lines at the end,
 # quotes, template braces, a document separator and a line that looks like helm's "# Source:" comment.
@@ -148,6 +148,7 @@ def test_tensorflow_legacy_flags_follow_the_scripts_arguments(train_py, render):
 
 
 MPI_LAUNCHES = [(chart, {}) for chart in MPI] + [("horovod-mpi", {"horovod": {"launcher": "mpirun"}})]
+MPI_LAUNCHES += [("deepspeed-dist", {"deepspeed": {"launcher": "mpirun"}})] if "deepspeed-dist" in MPI else []
 MPI_LAUNCH_IDS = [f"{chart}-mpirun" if extra else chart for chart, extra in MPI_LAUNCHES]
 
 
@@ -161,7 +162,7 @@ def test_every_mpi_rank_runs_the_script_through_the_launch_line(chart, extra, tr
     cut = bench_line.index(f"/opt/dl-charts/{BENCHMARK[chart]}") - 1
     assert bench_line[cut] == "python"
     assert line[:cut] == bench_line[:cut]  # mpirun/horovodrun options, hostfile, activation wrapper
-    assert line[cut:] == ["python", SCRIPT_PATH, *USER_ARGS]
+    assert line[cut:] == ["python", SCRIPT_PATH, *USER_ARGS, *MPI_PROGRAM_TAIL.get(chart, [])]
     launcher = main_container(rendered["release-launcher"])
     assert launcher["command"] == ["/bin/sh", "/etc/mpi/mpi-launcher.sh"]
     worker, bench_worker = main_container(rendered["release-worker"]), main_container(benchmark["release-worker"])
@@ -215,15 +216,15 @@ def test_mpi_entrypoint_rules_still_hold_with_a_script(chart, train_py, render):
 
 @pytest.mark.parametrize("chart", MPI)
 def test_script_and_the_mpi_charts_program_value_are_refused(chart, train_py, render):
-    key, sub = PROGRAM_VALUE[chart].split(".", 1)
+    key, sub = MPI_PROGRAM[chart].split(".", 1)
     values: dict = {key: {}}
     node = values[key]
     for part in sub.split(".")[:-1]:
         node = node.setdefault(part, {})
     node[sub.split(".")[-1]] = ["python", "/data/train.py"]
     stderr = refusal(render, chart, values=values, set_file=[f"script={train_py}"])
-    assert f"script and {PROGRAM_VALUE[chart]} are both set" in stderr, stderr
-    assert f"Clear {PROGRAM_VALUE[chart]} to run the script" in stderr
+    assert f"script and {MPI_PROGRAM[chart]} are both set" in stderr, stderr
+    assert f"Clear {MPI_PROGRAM[chart]} to run the script" in stderr
 
 
 @pytest.mark.parametrize("chart", MPI)
@@ -269,7 +270,7 @@ OWN_CONFIGMAP = {
 def test_the_users_configmap_with_the_documented_command_renders_valid(chart, render, assert_valid):
     own = [LAUNCHER[chart], "/opt/train/train.py"]
     if chart in MPI:
-        key, sub = PROGRAM_VALUE[chart].split(".", 1)
+        key, sub = MPI_PROGRAM[chart].split(".", 1)
         values: dict = {"defaults": dict(OWN_CONFIGMAP), key: {}}
         node = values[key]
         for part in sub.split(".")[:-1]:
@@ -288,7 +289,8 @@ def test_the_users_configmap_with_the_documented_command_renders_valid(chart, re
         assert program(main) == [*own, *USER_ARGS], name
     if chart in MPI:
         line = main_container(rendered.get("Job", "release-launcher").body)["args"]
-        assert line[-len(own) - len(USER_ARGS) :] == [*own, *USER_ARGS]
+        tail = [*own, *USER_ARGS, *MPI_PROGRAM_TAIL.get(chart, [])]
+        assert line[-len(tail) :] == tail
 
 
 # --- the documented commands ----------------------------------------------------------------------------------

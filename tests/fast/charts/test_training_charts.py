@@ -13,7 +13,7 @@ from dlcharts.podenv import container_env, main_container, start_container
 from dlcharts.policies import pod_specs
 from dlcharts.suite import all_scenarios
 from tests.support import CHARTS
-from tests.support.charts import TRAINING, training_jobs
+from tests.support.charts import MPI, TRAINING, training_jobs
 
 
 def non_pod_objects(rendered):
@@ -297,7 +297,7 @@ def test_mpi_key_secret_is_ssh_auth_and_not_in_values(render):
     assert "PRIVATE KEY" not in (CHARTS / "horovod-mpi" / "values.yaml").read_text()
 
 
-@pytest.mark.parametrize("chart", [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING])
+@pytest.mark.parametrize("chart", MPI)
 def test_mpi_slots_that_contradict_gpus_are_refused(chart, render):
     with pytest.raises(RenderError) as info:
         render(CHARTS / chart, set=["defaults.gpu.count=8", "mpi.slots=4"])

@@ -12,10 +12,8 @@ from dlcharts import toolchain
 from dlcharts.helm import find_helm
 from dlcharts.podenv import container_env, main_container
 from tests.support import CHARTS
-from tests.support.charts import TRAINING, refusal
-
-MPI = [c for c in ("horovod-mpi", "cntk-dist") if c in TRAINING]
-PROGRAM = {"horovod-mpi": "horovod.command", "cntk-dist": "cntk.python.command"}
+from tests.support.charts import MPI, TRAINING, refusal
+from tests.support.charts import MPI_PROGRAM as PROGRAM
 
 
 def job_command(rendered, job: str) -> list[str]:
