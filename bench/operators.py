@@ -20,19 +20,32 @@ step (its log line), when the last main container started, the time from the ver
 had ended, and what the job left in its namespace: objects by kind and their bytes (compact JSON as the API server
 serves them, events left out; etcd keeps built-in kinds as protobuf, somewhat smaller).
 
+``scale``: PyTorch DDP at 1,000 and 5,000 workers on kwok's fake GPU nodes, one GPU per pod, as bench/scheduling.py
+measures our charts: each system on a fresh cluster of its own (control plane, fake nodes, and only that system's
+operator), the job made from pytorch-dist's render (``--set worker=N --set defaults.gpu.count=1``); from the create
+(helm install, or the custom resource's POST) until every pod is Running, the control plane's CPU seconds per pod
+counting the operator's process, the peak resident memory of the control plane with the operator, and what the job
+made: objects by kind, the largest one.
+
 Usage: .venv/bin/python -m bench.operators real [--jobs pytorch,tensorflow,horovod]
            [--systems ours,training-operator,trainer,mpi-operator] [--cluster-name ops]
 (the cluster: `dlcharts cluster up --name ops --operator training-operator --operator mpi-operator --operator
 trainer`; writes build/bench/operators_real.json and section 16 of bench/results.md)
+       .venv/bin/python -m bench.operators scale [--systems ours,training-operator,trainer] [--workers 1000,5000]
+           [--timeout 900]
+(starts and stops a cluster ops-scale-<system> for each system; writes build/bench/operators_scale.json, section 16
+and bench/plots/operators.png)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import datetime
 import json
+import math
 import re
 import sys
 import time
@@ -320,6 +333,97 @@ def run_ours(kubeconfig: Path, job: Job, registry: str, nodes: int) -> dict[str,
     }
 
 
+# ---------------------------------------------------------------------------------------------------- scale
+
+
+def scale_one(handle: Any, system: str, workers: int, timeout: float, interval: float = 0.5) -> dict[str, Any]:
+    """One PyTorch DDP job of ``workers`` pods on ``system``: times, CPU, memory and objects (bench.scheduling's
+    measures)."""
+    from bench import scheduling
+
+    api = scheduling.Api(handle.kubeconfig)
+    namespace = f"scale-{system}-w{workers}-{uuid.uuid4().hex[:4]}"
+    helm_args = ("--set", f"worker={workers}", "--set", "defaults.gpu.count=1")
+    with Kube.from_kubeconfig(handle.kubeconfig) as kube:
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        docs = render("pytorch-dist", {}, helm_args, namespace)
+        resource = None
+        if system != "ours":
+            resource = operator_job("pytorch", system, docs, "train", workers)
+            resource["metadata"]["namespace"] = namespace
+        rss, cpu_before, load = handle.rss_bytes(), scheduling.cpu_seconds(handle), common.load()
+        start = time.perf_counter()
+        marks: dict[str, float] = {}
+        if resource is None:
+            done = scheduling.helm("install", "train", str(common.ROOT / "charts" / "pytorch-dist"), "--namespace",
+                                   namespace, *helm_args, kubeconfig=handle.kubeconfig)  # fmt: skip
+            if done.returncode != 0:
+                raise SystemExit(f"helm install worker={workers} failed: {done.stderr}")
+        else:
+            for doc in config_maps(docs):
+                doc["metadata"]["namespace"] = namespace
+                kube.apply(doc)
+            path = kube.resource_for(resource["apiVersion"], resource["kind"]).path(namespace)
+            resp = kube.request("POST", path, body=resource)
+            if resp.status != 201:
+                raise SystemExit(f"{resource['kind']} worker={workers} refused: {resp.doc}")
+        marks["created_job"] = time.perf_counter() - start
+        while time.perf_counter() - start < timeout:
+            with contextlib.suppress(Exception):
+                pods, bound, running = api.pod_states(namespace)
+                now = time.perf_counter() - start
+                for mark, count in (("created", pods), ("bound", bound), ("running", running)):
+                    if count >= workers and mark not in marks:
+                        marks[mark] = round(now, 1)
+            rss = scheduling.peak(rss, handle.rss_bytes())
+            if "running" in marks:
+                break
+            time.sleep(interval)
+        else:
+            marks["timed_out"] = round(time.perf_counter() - start, 1)
+        cpu_after = scheduling.cpu_seconds(handle)
+        cpu = {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after}
+        left = left_objects(kube, namespace)
+    result = {
+        "system": system,
+        "kind": resource["kind"] if resource else "pytorch-dist",
+        "workers": workers,
+        "seconds": marks,
+        "cpu_seconds": cpu,
+        "cpu_ms_per_pod": round(1000 * sum(cpu.values()) / workers, 1),
+        "rss_peak": rss,
+        "rss_peak_mib": round(sum(rss.values()) / 2**20),
+        "load_before": load,
+        **left,
+    }
+    print(f"operators scale: {json.dumps(result)}", flush=True)
+    return result
+
+
+def scale(systems: list[str], sizes: list[int], timeout: float) -> list[dict[str, Any]]:
+    from dlcharts.cluster import H100_LABELS, NodePool
+
+    nodes = math.ceil(max(sizes) * 1.05 / 8) + 2
+    pool = NodePool(name="gpu", count=nodes, gpus=8, cpu="192", memory="2Ti", labels=dict(H100_LABELS))
+    runs = []
+    for system in systems:
+        addons = () if system == "ours" else (system,)
+        config = ClusterConfig(name=f"ops-scale-{system}"[:20], node_pools=(pool,), pod_run_seconds=3600,
+                               start_timeout=900, real_node=False, addons=addons)  # fmt: skip
+        cluster = EmbeddedCluster(config)
+        cluster.stop()
+        try:
+            handle = cluster.start()
+            for workers in sizes:
+                try:
+                    runs.append(scale_one(handle, system, workers, timeout))
+                except Exception as exc:  # noqa: BLE001 - recorded: where a system cannot reach a size
+                    runs.append({"system": system, "workers": workers, "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            cluster.stop()
+    return runs
+
+
 # --------------------------------------------------------------------------------------------------- report
 
 REAL_COLUMNS = [
@@ -363,6 +467,59 @@ def report_real(runs: list[dict[str, Any]]) -> None:
     results.write()
 
 
+SCALE_COLUMNS = [
+    model.column("system", align="left"),
+    model.column("workers", "{:,}"),
+    model.column("all Running s", "{}"),
+    model.column("control-plane CPU ms per pod", "{}"),
+    model.column("peak RSS MiB", "{}"),
+    model.column("objects", "{:,}"),
+    model.column("largest object", align="left"),
+]
+
+
+def scale_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for r in runs:
+        if "error" in r:
+            rows.append([r["system"], r["workers"], f"failed: {r['error'][:120]}", None, None, None, ""])
+            continue
+        running = r["seconds"].get("running", f"not all in {r['seconds'].get('timed_out')} s")
+        largest = f"{r['largest']['kind']} {r['largest']['bytes']:,} B"
+        rows.append([f"{r['system']} ({r['kind']})", r["workers"], running, r["cpu_ms_per_pod"], r["rss_peak_mib"],
+                     r["object_count"], largest])  # fmt: skip
+    return rows
+
+
+def report_scale(runs: list[dict[str, Any]]) -> None:
+    path = model.path_of(SECTION)
+    old: list[list[Any]] = []
+    if path.is_file():
+        old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == "scale"), [])
+    caption = (
+        "`python -m bench.operators scale`: PyTorch DDP with one GPU per pod on kwok's fake nodes, each system on a "
+        "fresh cluster of its own with only its operator; CPU and memory count the API server, etcd, "
+        "controller-manager, scheduler, kwok and the operator."
+    )
+    block = model.table("scale", SCALE_COLUMNS, model.merge_rows(old, scale_rows(runs), key=2), caption=caption)
+    blocks = [block]
+    done = [r for r in runs if "error" not in r and "running" in r["seconds"]]
+    if done:
+        plt = common.pyplot()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for system in dict.fromkeys(r["system"] for r in done):
+            mine = [r for r in done if r["system"] == system]
+            ax.plot([r["workers"] for r in mine], [r["seconds"]["running"] for r in mine], marker="o", label=system)
+        ax.set_xlabel("workers (pods)")
+        ax.set_ylabel("seconds until every pod Running")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(common.PLOTS / "operators.png", dpi=100)
+        blocks.append(model.image("scale-plot", "plots/operators.png", "time to all Running by system and size"))
+    model.update(SECTION, blocks, title=TITLE, by="`python -m bench.operators`")
+    results.write()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="part", required=True)
@@ -371,7 +528,16 @@ def main(argv: list[str] | None = None) -> int:
     real.add_argument("--systems", default=",".join(SYSTEMS), help="of: " + ", ".join(SYSTEMS))
     real.add_argument("--cluster-name", default="ops")
     real.add_argument("--cap", type=float, default=900.0, help="seconds a job may take before it counts as failed")
+    sized = sub.add_parser("scale", help="PyTorch DDP at 1,000 and 5,000 workers on fake GPU nodes")
+    sized.add_argument("--systems", default="ours,training-operator,trainer", help="of: ours, training-operator, trainer")
+    sized.add_argument("--workers", default="1000,5000")
+    sized.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for every pod to run")
     args = parser.parse_args(argv)
+    if args.part == "scale":
+        runs = scale(args.systems.split(","), [int(w) for w in args.workers.split(",")], args.timeout)
+        common.save("operators_scale", {"machine": common.machine(), "date": common.now(), "runs": runs})
+        report_scale(runs)
+        return 0 if all("error" not in r and "running" in r["seconds"] for r in runs) else 1
     systems = args.systems.split(",")
     unknown = sorted(set(systems) - set(SYSTEMS)) + sorted(set(args.jobs.split(",")) - set(JOBS))
     if unknown:

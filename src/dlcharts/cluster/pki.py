@@ -23,7 +23,10 @@ def authority(cert: Path, key: Path, name: str) -> tuple[Path, Path]:
     """A new self-signed CA at ``cert`` and ``key`` named ``name`` (its CN and its one DNS name), for ten years: for a
     controller that checks its own CA by name (cert-controller's rotator does)."""
     cert.parent.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "3650",
+    key.parent.mkdir(parents=True, exist_ok=True)
+    # PKCS#1 ("RSA PRIVATE KEY"), the form cert-controller parses a CA key in
+    _openssl("genrsa", "-traditional", "-out", str(key), "2048")
+    _openssl("req", "-x509", "-key", str(key), "-out", str(cert), "-days", "3650",
              "-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}", "-addext",
              "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
     return cert, key
