@@ -71,6 +71,8 @@ SYSTEMS = ("ours", "training-operator", "trainer", "mpi-operator")
 OUR_WIRING = re.compile(r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|OMPI_|HOROVOD_|WORLD_SIZE|RANK)")
 #: our charts' volumes that carry our own wiring (the peers' host names)
 OUR_VOLUMES = ("cluster",)
+#: the manager of the TrainJob's runtime patch (node selector, tolerations, volumes)
+BENCH_MANAGER = "dlcharts.io/bench"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +185,7 @@ def operator_job(job: str, system: str, docs: list[dict[str, Any]], name: str, w
                    "env": main.get("env") or [], "resourcesPerNode": main.get("resources") or {}}  # fmt: skip
         return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind, "metadata": meta,
                 "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer,
-                         "runtimePatches": [{"manager": "dlcharts.io/bench", "trainingRuntimeSpec": patch}]}}  # fmt: skip
+                         "runtimePatches": [{"manager": BENCH_MANAGER, "trainingRuntimeSpec": patch}]}}  # fmt: skip
     raise ValueError(f"no {kind} yet")
 
 
@@ -263,8 +265,8 @@ def run_operator(kube: Kube, job_name: str, job: Job, system: str, registry: str
     for doc in config_maps(docs):
         doc["metadata"]["namespace"] = namespace
         kube.apply(doc)
-    resp = kube.request("POST", api.path(namespace), body={**resource, "metadata": {**resource["metadata"],
-                                                                                   "namespace": namespace}})  # fmt: skip
+    resource["metadata"]["namespace"] = namespace
+    resp = kube.request("POST", api.path(namespace), body=resource)
     if resp.status != 201:
         raise SystemExit(f"{resource['kind']} refused: {resp.doc}")
     first_step: float | None = None
@@ -462,7 +464,9 @@ def report_real(runs: list[dict[str, Any]]) -> None:
         "work: see the load column), one run after another; the operators' jobs run our chart's program, image "
         "and resources. Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
     )
-    block = model.table("real", REAL_COLUMNS, model.merge_rows(old, real_rows(runs), key=2), caption=caption)
+    rows = model.merge_rows(old, real_rows(runs), key=2)
+    rows.sort(key=lambda r: (r[0], next((i for i, s in enumerate(SYSTEMS) if r[1].startswith(s + " ")), 9)))
+    block = model.table("real", REAL_COLUMNS, rows, caption=caption)
     model.update(SECTION, [block], title=TITLE, by="`python -m bench.operators`")
     results.write()
 
@@ -529,7 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     real.add_argument("--cluster-name", default="ops")
     real.add_argument("--cap", type=float, default=900.0, help="seconds a job may take before it counts as failed")
     sized = sub.add_parser("scale", help="PyTorch DDP at 1,000 and 5,000 workers on fake GPU nodes")
-    sized.add_argument("--systems", default="ours,training-operator,trainer", help="of: ours, training-operator, trainer")
+    sized.add_argument("--systems", default="ours,training-operator,trainer", help="of: ours, training-operator, "
+                       "trainer")  # fmt: skip
     sized.add_argument("--workers", default="1000,5000")
     sized.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for every pod to run")
     args = parser.parse_args(argv)

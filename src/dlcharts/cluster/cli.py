@@ -10,10 +10,10 @@ from pathlib import Path
 
 from dlcharts.cluster import binaries, faults
 from dlcharts.cluster.addons import ADDONS
-from dlcharts.cluster.operators import OPERATORS
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
+from dlcharts.cluster.operators import OPERATORS
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:

@@ -18,7 +18,9 @@ URL with a certificate the API server trusts:
   folder in a mount namespace of the process; the rotator finds them valid and keeps them. Its webhook server binds
   every interface (v1.8.1 has no flag for the host). A PyTorchJob's workers get an init container that waits for the
   master's DNS name with ``nslookup`` in ``--pytorch-init-container-image`` (alpine:3.10 by default, which the real node
-  cannot pull): here the cluster registry's busybox, which has nslookup.
+  cannot pull): here the cluster registry's busybox, whose nslookup does not walk the resolver's search list, so the
+  init container (``--pytorch-init-container-template-file``, :data:`PYTORCH_INIT_TEMPLATE`) qualifies the master's
+  name with the pod's first search domain; otherwise it is the operator's own (same name, image, resources, tries).
 - **mpi-operator** (MPIJob v2beta1): no webhooks. It always runs leader election (a Lease in namespace mpi-operator)
   and serves its health check on port 8080 of every interface, fixed in v0.6.0: one cluster at a time runs it.
 - **jobset**: from its own Helm chart (``charts/jobset``, CRDs included) rendered by the pinned helm, with the chart's
@@ -62,6 +64,23 @@ DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 #: MPI Operator v0.6.0's health check port (a constant in cmd/mpi-operator/app/server.go)
 MPI_OPERATOR_HEALTH_PORT = 8080
 TRAINER_RUNTIMES = ("torch_distributed.yaml",)
+#: the PyTorchJob workers' init container (a Go template the training-operator fills in): wait until the master's
+#: name resolves, as its default does, with the name qualified by the first search domain for busybox's nslookup
+PYTORCH_INIT_TEMPLATE = """\
+- name: init-pytorch
+  image: {{.InitContainerImage}}
+  imagePullPolicy: IfNotPresent
+  resources:
+    limits: {cpu: 100m, memory: 20Mi}
+    requests: {cpu: 50m, memory: 10Mi}
+  command:
+  - sh
+  - -c
+  - >-
+    domain=$(sed -n 's/^search[[:space:]]*\\([^[:space:]]*\\).*/\\1/p' /etc/resolv.conf);
+    for i in $(seq {{.MaxTries}}); do nslookup {{.MasterAddr}}.$domain && exit 0; echo waiting for master; sleep 2;
+    done; exit 1
+"""
 
 
 def with_needs(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -121,7 +140,7 @@ def webhook_configurations(
         doc = copy.deepcopy(doc)
         hooks = doc.get("webhooks") or []
         if keep:
-            hooks = [h for h in hooks if {r for rule in h.get("rules") or [] for r in rule.get("resources") or []} & set(keep)]
+            hooks = [h for h in hooks if set(keep) & {r for rule in h.get("rules") or [] for r in rule["resources"]}]
         for hook in hooks:
             to_url(hook["clientConfig"])
         doc["webhooks"] = hooks
@@ -176,7 +195,9 @@ def _training_operator(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, 
             "--metrics-bind-address=0", *(f"--enable-scheme={s}" for s in TRAINING_OPERATOR_SCHEMES)]  # fmt: skip
     registry = _node_busybox(addons)
     if registry:
-        argv.append(f"--pytorch-init-container-image={registry}")
+        (work / "init-container.yaml").write_text(PYTORCH_INIT_TEMPLATE)
+        argv += [f"--pytorch-init-container-image={registry}",
+                 f"--pytorch-init-container-template-file={work / 'init-container.yaml'}"]  # fmt: skip
     _spawn(addons, "training-operator", _bind_cert_dir(certs, argv), kubeconfig, MY_POD_NAMESPACE=KUBEFLOW_NAMESPACE)
     addons._wait_serving("training-operator", f"http://127.0.0.1:{health}/readyz", timeout)
 

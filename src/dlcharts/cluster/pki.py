@@ -39,7 +39,7 @@ def sign(
     """A new RSA key at ``key`` and a certificate at ``cert`` for ``subject`` (``/O=../CN=..``) with the subject
     alternative names ``sans`` (``IP:127.0.0.1``, ``DNS:name``) and extended key usages ``usages``, signed by the
     cluster CA (or ``ca``, a certificate and key) for a year; returns the CA certificate."""
-    ca, ca_key = ca or cluster_ca(state_dir)
+    ca_cert, ca_key = ca or cluster_ca(state_dir)
     cert.parent.mkdir(parents=True, exist_ok=True)
     key.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dlcharts-pki-") as tmp:
@@ -50,9 +50,9 @@ def sign(
         )
         _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj", subject,
                  "-out", str(csr))  # fmt: skip
-        _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-set_serial",
+        _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key), "-set_serial",
                  f"0x{os.urandom(8).hex()}", "-days", "365", "-extfile", str(ext), "-out", str(cert))  # fmt: skip
-    return ca
+    return ca_cert
 
 
 def _openssl(*args: str) -> None:
