@@ -251,10 +251,34 @@ def _running(pod: dict[str, Any]) -> bool:
         "containerStatuses")  # fmt: skip
 
 
-def run_operator(kube: Kube, job_name: str, job: Job, system: str, registry: str, cap: float) -> dict[str, Any]:
+def victim(pods: list[dict[str, Any]]) -> str | None:
+    """A worker pod that is not rank 0: PyTorchJob's ``*-worker-0`` (rank 1), else the pod of completion index 1
+    (our Jobs, TrainJob's JobSet)."""
+    for pod in pods:
+        meta = pod["metadata"]
+        index = (meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+        if meta["name"].endswith("-worker-0") or index == "1":
+            return str(meta["name"])
+    return None
+
+
+def delete_worker(kube: Kube, namespace: str) -> str | None:
+    """The fault ``worker-deleted``: delete :func:`victim` at once (grace period 0); its name."""
+    name = victim(kube.items(f"/api/v1/namespaces/{namespace}/pods"))
+    if name:
+        kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query={"gracePeriodSeconds": "0"})
+    return name
+
+
+def run_operator(
+    kube: Kube, job_name: str, job: Job, system: str, registry: str, cap: float, extra: tuple[str, ...] = (),
+    fault: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """One job on ``system``; with ``fault``, a worker is deleted at its first training step and the times that
+    follow are from the fault."""
     namespace = f"bench-{system}-{job.chart}-{uuid.uuid4().hex[:6]}"
     run.push_images(job.chart, registry, lambda _line: None)
-    docs = render(job.chart, run.cpu_values(job.chart, registry), job.helm_args, namespace)
+    docs = render(job.chart, run.cpu_values(job.chart, registry), (*job.helm_args, *extra), namespace)
     name = "bench"
     resource = operator_job(job_name, system, docs, name, job.workers)
     api = kube.resource_for(resource["apiVersion"], resource["kind"])
@@ -270,6 +294,7 @@ def run_operator(kube: Kube, job_name: str, job: Job, system: str, registry: str
     if resp.status != 201:
         raise SystemExit(f"{resource['kind']} refused: {resp.doc}")
     first_step: float | None = None
+    faulted: tuple[str | None, float] | None = None
     verdict: tuple[str, str] | None = None
     verdict_at = ended_at = None
     pods: list[Any] = []
@@ -281,6 +306,8 @@ def run_operator(kube: Kube, job_name: str, job: Job, system: str, registry: str
                     log = kube.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log")
                     if isinstance(log.doc, str) and re.search(job.step, log.doc):
                         first_step = time.monotonic() - started
+                        if fault:
+                            faulted = (delete_worker(kube, namespace), time.monotonic())
                         break
         if verdict is None:
             verdict = _verdict(kube.get(api.path(namespace, name)))
@@ -298,8 +325,17 @@ def run_operator(kube: Kube, job_name: str, job: Job, system: str, registry: str
     if verdict and verdict[1] and exits:
         after_verdict = round(max(0.0, (max(exits) - _when(verdict[1])).total_seconds()), 1)
     left = left_objects(kube, namespace)
+    events = kube.items(f"/api/v1/namespaces/{namespace}/events")
     delete_namespace(kube, namespace)
+    faults = {}
+    if faulted is not None:
+        at = faulted[1]
+        faults = {"victim": faulted[0], "verdict_after_fault_s": round(verdict_at - at, 1) if verdict_at else None,
+                  "ended_after_fault_s": round(ended_at - at, 1) if ended_at else None,
+                  "pods_made": sum(1 for e in events if "Created pod" in (e.get("message") or "")),
+                  "events": sorted({str(e.get("reason")) for e in events})}  # fmt: skip
     return {
+        **faults,
         "system": system,
         "kind": resource["kind"],
         "ok": bool(verdict and verdict[0] == "Succeeded"),
@@ -313,6 +349,52 @@ def run_operator(kube: Kube, job_name: str, job: Job, system: str, registry: str
         "load_before": before,
         "load_after": common.load(),
         **left,
+    }
+
+
+def fault_ours(kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float) -> dict[str, Any]:
+    """Our chart with a worker deleted at the first training step (bench.node_faults' way: ``dlcharts run``'s job,
+    the fault from its log)."""
+    import threading
+
+    from dlcharts.helm import find_helm
+    from dlcharts.install import Release
+
+    namespace = f"fault-ours-{uuid.uuid4().hex[:6]}"
+    path = common.ROOT / "charts" / job.chart
+    run.push_images(job.chart, registry, lambda _line: None)
+    found: dict[str, Any] = {}
+
+    def inject() -> None:
+        with Kube.from_kubeconfig(kubeconfig) as kube:
+            found["victim"], found["at"] = delete_worker(kube, namespace), time.monotonic()
+
+    def write(line: str) -> None:
+        if "injecting" not in found and re.search(job.step, line):
+            found["injecting"] = True
+            threading.Thread(target=inject, daemon=True).start()
+
+    with Kube.from_kubeconfig(kubeconfig) as kube:
+        run.prepare_namespace(kube, namespace, path, write=lambda _line: None)
+        release = Release(find_helm(), kubeconfig, "bench", namespace)
+        values = run.cpu_values(job.chart, registry)
+        result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
+        ended = time.monotonic()
+        events = kube.items(f"/api/v1/namespaces/{namespace}/events")
+        delete_namespace(kube, namespace)
+    at = found.get("at")
+    settled = None if result.settled_seconds is None or at is None else result.settled_seconds
+    return {
+        "system": "ours",
+        "kind": job.chart,
+        "ok": result.ok,
+        "verdict": "Succeeded" if result.ok else ("none (cap)" if "running" in result.jobs.values() else "Failed"),
+        "victim": found.get("victim"),
+        "verdict_after_fault_s": round(ended - at, 1) if at else None,
+        "ended_after_fault_s": None if settled is None or at is None else round(ended - at + settled, 1),
+        "pods_made": sum(1 for e in events if "Created pod" in (e.get("message") or "")),
+        "events": sorted({str(e.get("reason")) for e in events}),
+        "problem": result.problem.splitlines()[0] if result.problem else "",
     }
 
 
@@ -454,19 +536,27 @@ def real_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
     ]  # fmt: skip
 
 
-def report_real(runs: list[dict[str, Any]]) -> None:
+def merged(block_id: str, new: list[list[Any]]) -> list[list[Any]]:
+    """The rows of table ``block_id`` in section 16 with ``new`` in place of those of the same job and system (a
+    rerun of some keeps the others), by job and then in the order of SYSTEMS."""
     path = model.path_of(SECTION)
     old: list[list[Any]] = []
     if path.is_file():
-        old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == "real"), [])
+        old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == block_id), [])
+    rows = model.merge_rows(old, new, key=2)
+    text = 1 if block_id == "real" else 0  # the column naming the system
+    order = {system: i for i, system in enumerate(SYSTEMS)}
+    rows.sort(key=lambda r: (str(r[0 if text else 1]), order.get(str(r[text]).split(" ")[0], 9)))
+    return rows
+
+
+def report_real(runs: list[dict[str, Any]]) -> None:
     caption = (
         "`python -m bench.operators real` on one embedded cluster with 1 real node (2 CPU cores shared with other "
         "work: see the load column), one run after another; the operators' jobs run our chart's program, image "
         "and resources. Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
     )
-    rows = model.merge_rows(old, real_rows(runs), key=2)
-    rows.sort(key=lambda r: (r[0], next((i for i, s in enumerate(SYSTEMS) if r[1].startswith(s + " ")), 9)))
-    block = model.table("real", REAL_COLUMNS, rows, caption=caption)
+    block = model.table("real", REAL_COLUMNS, merged("real", real_rows(runs)), caption=caption)
     model.update(SECTION, [block], title=TITLE, by="`python -m bench.operators`")
     results.write()
 
@@ -496,16 +586,12 @@ def scale_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 def report_scale(runs: list[dict[str, Any]]) -> None:
-    path = model.path_of(SECTION)
-    old: list[list[Any]] = []
-    if path.is_file():
-        old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == "scale"), [])
     caption = (
         "`python -m bench.operators scale`: PyTorch DDP with one GPU per pod on kwok's fake nodes, each system on a "
         "fresh cluster of its own with only its operator; CPU and memory count the API server, etcd, "
         "controller-manager, scheduler, kwok and the operator."
     )
-    block = model.table("scale", SCALE_COLUMNS, model.merge_rows(old, scale_rows(runs), key=2), caption=caption)
+    block = model.table("scale", SCALE_COLUMNS, merged("scale", scale_rows(runs)), caption=caption)
     blocks = [block]
     done = [r for r in runs if "error" not in r and "running" in r["seconds"]]
     if done:
@@ -524,6 +610,46 @@ def report_scale(runs: list[dict[str, Any]]) -> None:
     results.write()
 
 
+FAULT_COLUMNS = [
+    model.column("case", align="left"),
+    model.column("system", align="left"),
+    model.column("verdict", align="left"),
+    model.column("verdict after fault s", "{}"),
+    model.column("every pod ended after fault s", "{}"),
+    model.column("pods created", "{}"),
+]
+
+
+def faults_main(args: argparse.Namespace) -> int:
+    handle = EmbeddedCluster(ClusterConfig(name=args.cluster_name)).start()
+    assert handle.images is not None, "the cluster runs without its real node"
+    job, extra = JOBS["pytorch"], ("--set", f"benchmark.steps={args.steps}")
+    runs = []
+    with Kube.from_kubeconfig(handle.kubeconfig) as kube:
+        for system in args.systems.split(","):
+            print(f"operators: worker deleted, pytorch on {system} ...", flush=True)
+            if system == "ours":
+                row = fault_ours(handle.kubeconfig, job, handle.images.registry, extra, args.cap)
+            else:
+                row = run_operator(kube, "pytorch", job, system, handle.images.registry, args.cap, extra, fault=True)
+            row.update(case="worker deleted", job="pytorch", workers=job.workers)
+            print(json.dumps(row), flush=True)
+            runs.append(row)
+    common.save("operators_faults", {"machine": common.machine(), "date": common.now(), "runs": runs})
+    case = f"worker deleted (PyTorch DDP, {job.workers} workers, {args.steps} steps)"
+    rows = [[case, f"{r['system']} ({r['kind']})", r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"],
+             r["pods_made"]] for r in runs]  # fmt: skip
+    caption = (
+        "`python -m bench.operators faults`: at the first training step one worker pod that is not rank 0 is deleted "
+        "(grace period 0); each system's defaults (our Jobs' backoffLimitPerIndex 3; the operators' restartPolicy "
+        "OnFailure as their examples write it, Trainer's runtime as shipped)."
+    )
+    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows), caption=caption)],
+                 title=TITLE, by="`python -m bench.operators`")  # fmt: skip
+    results.write()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="part", required=True)
@@ -537,7 +663,14 @@ def main(argv: list[str] | None = None) -> int:
                        "trainer")  # fmt: skip
     sized.add_argument("--workers", default="1000,5000")
     sized.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for every pod to run")
+    fault = sub.add_parser("faults", help="a worker deleted at the first training step (PyTorch DDP)")
+    fault.add_argument("--systems", default="ours,training-operator,trainer")
+    fault.add_argument("--steps", type=int, default=200, help="training steps (the run must outlast the fault)")
+    fault.add_argument("--cluster-name", default="ops")
+    fault.add_argument("--cap", type=float, default=600.0)
     args = parser.parse_args(argv)
+    if args.part == "faults":
+        return faults_main(args)
     if args.part == "scale":
         runs = scale(args.systems.split(","), [int(w) for w in args.workers.split(",")], args.timeout)
         common.save("operators_scale", {"machine": common.machine(), "date": common.now(), "runs": runs})
