@@ -251,6 +251,12 @@ def _running(pod: dict[str, Any]) -> bool:
         "containerStatuses")  # fmt: skip
 
 
+def pods_created(events: list[dict[str, Any]]) -> int:
+    """Pods made, from the ``Created pod`` events: a pod re-made under its own name (the v1 operator's) adds to its
+    event's count."""
+    return sum(int(e.get("count") or 1) for e in events if "Created pod" in (e.get("message") or ""))
+
+
 def victim(pods: list[dict[str, Any]]) -> str | None:
     """A worker pod that is not rank 0: PyTorchJob's ``*-worker-0`` (rank 1), else the pod of completion index 1
     (our Jobs, TrainJob's JobSet)."""
@@ -332,7 +338,7 @@ def run_operator(
         at = faulted[1]
         faults = {"victim": faulted[0], "verdict_after_fault_s": round(verdict_at - at, 1) if verdict_at else None,
                   "ended_after_fault_s": round(ended_at - at, 1) if ended_at else None,
-                  "pods_made": sum(1 for e in events if "Created pod" in (e.get("message") or "")),
+                  "pods_made": pods_created(events),
                   "events": sorted({str(e.get("reason")) for e in events})}  # fmt: skip
     return {
         **faults,
@@ -392,7 +398,7 @@ def fault_ours(kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...]
         "victim": found.get("victim"),
         "verdict_after_fault_s": round(ended - at, 1) if at else None,
         "ended_after_fault_s": None if settled is None or at is None else round(ended - at + settled, 1),
-        "pods_made": sum(1 for e in events if "Created pod" in (e.get("message") or "")),
+        "pods_made": pods_created(events),
         "events": sorted({str(e.get("reason")) for e in events}),
         "problem": result.problem.splitlines()[0] if result.problem else "",
     }
@@ -544,7 +550,7 @@ def merged(block_id: str, new: list[list[Any]]) -> list[list[Any]]:
     if path.is_file():
         old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == block_id), [])
     rows = model.merge_rows(old, new, key=2)
-    text = 1 if block_id == "real" else 0  # the column naming the system
+    text = 0 if block_id == "scale" else 1  # the column naming the system
     order = {system: i for i, system in enumerate(SYSTEMS)}
     rows.sort(key=lambda r: (str(r[0 if text else 1]), order.get(str(r[text]).split(" ")[0], 9)))
     return rows
@@ -620,6 +626,21 @@ FAULT_COLUMNS = [
 ]
 
 
+def report_faults(runs: list[dict[str, Any]], steps: int) -> None:
+    """The fault table of section 16 (rows of the same case and system replaced)."""
+    case = f"worker deleted (PyTorch DDP, {JOBS['pytorch'].workers} workers, {steps} steps)"
+    rows = [[case, f"{r['system']} ({r['kind']})", r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"],
+             r["pods_made"]] for r in runs]  # fmt: skip
+    caption = (
+        "`python -m bench.operators faults`: at the first training step one worker pod that is not rank 0 is deleted "
+        "(grace period 0); each system's defaults (our Jobs' backoffLimitPerIndex 3; the operators' restartPolicy "
+        "OnFailure as their examples write it, Trainer's runtime as shipped)."
+    )
+    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows), caption=caption)],
+                 title=TITLE, by="`python -m bench.operators`")  # fmt: skip
+    results.write()
+
+
 def faults_main(args: argparse.Namespace) -> int:
     handle = EmbeddedCluster(ClusterConfig(name=args.cluster_name)).start()
     assert handle.images is not None, "the cluster runs without its real node"
@@ -636,17 +657,7 @@ def faults_main(args: argparse.Namespace) -> int:
             print(json.dumps(row), flush=True)
             runs.append(row)
     common.save("operators_faults", {"machine": common.machine(), "date": common.now(), "runs": runs})
-    case = f"worker deleted (PyTorch DDP, {job.workers} workers, {args.steps} steps)"
-    rows = [[case, f"{r['system']} ({r['kind']})", r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"],
-             r["pods_made"]] for r in runs]  # fmt: skip
-    caption = (
-        "`python -m bench.operators faults`: at the first training step one worker pod that is not rank 0 is deleted "
-        "(grace period 0); each system's defaults (our Jobs' backoffLimitPerIndex 3; the operators' restartPolicy "
-        "OnFailure as their examples write it, Trainer's runtime as shipped)."
-    )
-    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows), caption=caption)],
-                 title=TITLE, by="`python -m bench.operators`")  # fmt: skip
-    results.write()
+    report_faults(runs, args.steps)
     return 0
 
 
