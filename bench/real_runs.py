@@ -22,6 +22,7 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,14 @@ def last_main_start(kube: Kube, namespace: str) -> datetime.datetime | None:
     return max(starts) if starts else None
 
 
-def one(chart: str, kubeconfig: Path, registry: str, nodes: int) -> dict[str, Any]:
-    helm_args, step = CHARTS[chart]
+def one(
+    chart: str, kubeconfig: Path, registry: str, nodes: int, helm_args: tuple[str, ...] | None = None,
+    measure: Callable[[Kube, str], dict[str, Any]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One run of ``chart`` (with ``helm_args``, default CHARTS'); ``measure`` adds what it finds in the release's
+    namespace once the run has ended (bench/operators.py: the objects the job left)."""
+    default_args, step = CHARTS[chart]
+    helm_args = default_args if helm_args is None else helm_args
     namespace = f"bench-{chart}-{uuid.uuid4().hex[:6]}"
     path = common.ROOT / "charts" / chart
     run.push_images(chart, registry, lambda _line: None)
@@ -109,6 +116,7 @@ def one(chart: str, kubeconfig: Path, registry: str, nodes: int) -> dict[str, An
         )  # fmt: skip
         release_ended = last_exit_after_first_job(kube, namespace)
         all_started = last_main_start(kube, namespace)
+        measured = measure(kube, namespace) if measure else {}
         delete_namespace(kube, namespace)
     return {
         "chart": chart,
@@ -125,6 +133,7 @@ def one(chart: str, kubeconfig: Path, registry: str, nodes: int) -> dict[str, An
         "images": image_size(chart),
         "load_before": before,
         "load_after": common.load(),
+        **measured,
     }
 
 

@@ -45,17 +45,21 @@ from typing import Any
 import yaml
 
 from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import pki, procs
+from dlcharts.cluster import operators, pki, procs
 from dlcharts.errors import ClusterError
 from dlcharts.install.kube import Kube, status_message
 from dlcharts.waiting import poll
 
 ADDONS: tuple[str, ...] = ("kueue", "coscheduling")
+#: every add-on a cluster can start: ADDONS, and the training operators for benchmarks (dlcharts.cluster.operators;
+#: ``dlcharts cluster up --operator NAME``), in the order they start
+ALL: tuple[str, ...] = (*ADDONS, *operators.OPERATORS)
 #: process (named after its add-on, or <add-on>-controller) -> its binary (dlcharts.cluster.binaries)
 PROCESSES = {
     "kueue": "kueue",
     "coscheduling": "scheduler-plugins",
     "coscheduling-controller": "scheduler-plugins-controller",
+    **{name: name for name in operators.OPERATORS},
 }
 KUEUE_NAMESPACE = "kueue-system"
 #: Kueue integrations the charts need: each role's Job, and pods for kueue.podGroup (one workload per release)
@@ -78,14 +82,15 @@ class Addons:
     def running(self) -> list[str]:
         """The add-ons whose processes run."""
         alive = {name for name, pid in procs.pids(self.pid_dir).items() if procs.alive(pid)}
-        return [addon for addon in ADDONS if {p for p in PROCESSES if _addon(p) == addon} <= alive]
+        return [addon for addon in ALL if {p for p in PROCESSES if _addon(p) == addon} <= alive]
 
     def start(self, names: tuple[str, ...], kubeconfig: Path, timeout: float) -> dict[str, dict[str, Any]]:
         """Install and start each add-on of ``names`` that does not run yet; returns what runs, per add-on."""
-        unknown = sorted(set(names) - set(ADDONS))
+        unknown = sorted(set(names) - set(ALL))
         if unknown:
-            raise ClusterError(f"unknown add-on {', '.join(unknown)}; the embedded cluster has: {', '.join(ADDONS)}")
-        missing = [name for name in names if name not in self.running()]
+            raise ClusterError(f"unknown add-on {', '.join(unknown)}; the embedded cluster has: {', '.join(ALL)}")
+        names = operators.with_needs(names)
+        missing = [name for name in ALL if name in names and name not in self.running()]
         if missing:
             exes = _bin.require_binaries(self.cache, tuple(b for p, b in PROCESSES.items() if _addon(p) in missing))
             with Kube.from_kubeconfig(kubeconfig) as kube:
@@ -102,6 +107,8 @@ class Addons:
         self.stop(name)  # what is left of an add-on half running
         if name == "kueue":
             self._start_kueue(kube, kubeconfig, exes["kueue"], timeout)
+        elif name in operators.OPERATORS:
+            operators.start(self, name, kube, kubeconfig, exes[name], timeout)
         else:
             self._start_coscheduling(kube, kubeconfig, exes["scheduler-plugins"],
                                      exes["scheduler-plugins-controller"], timeout)  # fmt: skip
@@ -124,7 +131,7 @@ class Addons:
         certs = work / "certs"
         ca = pki.sign(self.state_dir, certs / "tls.crt", certs / "tls.key", "/CN=kueue-webhook", ["IP:127.0.0.1"])
         webhook_port, health_port = _free_port(), _free_port()
-        docs = kueue_chart_objects(exe.parent / "manifests" / "kueue")
+        docs = chart_objects(exe.parent / "manifests" / "kueue", "kueue", KUEUE_NAMESPACE)
         to_url = _url_client_config(webhook_port, base64.b64encode(ca.read_bytes()).decode())
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}})
         crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
@@ -200,17 +207,17 @@ class Addons:
 
 def _addon(process: str) -> str:
     """The add-on a process belongs to: ``coscheduling-controller`` -> ``coscheduling``."""
-    return process.split("-")[0]
+    return process.removesuffix("-controller") if process not in ALL else process
 
 
-def kueue_chart_objects(chart: Path) -> list[dict[str, Any]]:
-    """Kueue's own Helm chart, rendered by the pinned helm as its users install it (namespace kueue-system)."""
+def chart_objects(chart: Path, release: str, namespace: str, include_crds: bool = False) -> list[dict[str, Any]]:
+    """An add-on's own Helm chart (Kueue's, JobSet's), rendered by the pinned helm as its users install it."""
     from dlcharts.helm import find_helm
 
     if not (chart / "Chart.yaml").is_file():
-        raise ClusterError(f"no Kueue chart at {chart}; rebuild the add-ons: {_bin.build_command()} addons")
-    out = find_helm().run(["template", "kueue", str(chart), "--namespace", KUEUE_NAMESPACE]).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+        raise ClusterError(f"no {release} chart at {chart}; rebuild it: {_bin.build_command()} {release}")
+    args = ["template", release, str(chart), "--namespace", namespace, *(["--include-crds"] if include_crds else [])]
+    return [d for d in yaml.safe_load_all(find_helm().run(args).stdout) if d]
 
 
 def kueue_configuration(docs: list[dict[str, Any]], webhook_port: int, health_port: int, certs: Path) -> dict[str, Any]:

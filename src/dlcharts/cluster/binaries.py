@@ -35,7 +35,8 @@ from dlcharts.toolchain import cache_root
 #: the version keys in versions.env that the table below needs
 _PINS = ("KUBERNETES_VERSION", "OLDEST_KUBERNETES_VERSION", "KWOK_VERSION", "ETCD_VERSION", "COREDNS_VERSION",
          "KUBE_ROUTER_VERSION", "DISTRIBUTION_VERSION", "CRANE_VERSION", "KUEUE_VERSION", "SCHEDULER_PLUGINS_VERSION",
-         "HELM_UNITTEST_VERSION")  # fmt: skip
+         "HELM_UNITTEST_VERSION", "TRAINING_OPERATOR_VERSION", "MPI_OPERATOR_VERSION", "JOBSET_VERSION",
+         "TRAINER_VERSION")  # fmt: skip
 
 #: the control plane and the real node, which a cluster needs
 BINARY_NAMES: tuple[str, ...] = (
@@ -49,6 +50,9 @@ CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not
 VERSIONED_BINARIES: tuple[str, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: the add-ons' binaries (dlcharts.cluster.addons), built on request: the ``addons`` group
 ADDON_BINARIES: tuple[str, ...] = ("kueue", "scheduler-plugins", "scheduler-plugins-controller")
+#: the training operators the benchmark compares the charts with (dlcharts.cluster.operators): the ``operators``
+#: group, built only when named (``make operators``), never by ``make control-plane`` or ``make test``
+OPERATOR_BINARIES: tuple[str, ...] = ("training-operator", "mpi-operator", "jobset", "trainer")
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
@@ -71,6 +75,10 @@ SCHEDULER_PLUGINS_VERSION = VERSIONS["SCHEDULER_PLUGINS_VERSION"]
 DISTRIBUTION_VERSION = VERSIONS["DISTRIBUTION_VERSION"]
 CRANE_VERSION = VERSIONS["CRANE_VERSION"]
 HELM_UNITTEST_VERSION = VERSIONS["HELM_UNITTEST_VERSION"]
+TRAINING_OPERATOR_VERSION = VERSIONS["TRAINING_OPERATOR_VERSION"]
+MPI_OPERATOR_VERSION = VERSIONS["MPI_OPERATOR_VERSION"]
+JOBSET_VERSION = VERSIONS["JOBSET_VERSION"]
+TRAINER_VERSION = VERSIONS["TRAINER_VERSION"]
 #: the Kubernetes versions an embedded cluster can run: the pinned one (default) and the oldest the charts support
 CLUSTER_VERSIONS: tuple[str, ...] = (KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION)
 # scheduler-plugins v0.34.7 replaces every k8s.io module with v0.34.7 (k8s.io/kubernetes v1.34.7), and the proxy answers
@@ -109,6 +117,7 @@ def _table() -> dict[str, Spec]:
     plugins, plugins_version = "sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION
     links: dict[str, Any] = {"keep_replaces": True, "replace_versions": _SCHEDULER_PLUGINS_LINKS}
     unittest = "github.com/helm-unittest/helm-unittest"
+    kubeflow = "github.com/kubeflow"
     specs = [
         *kube,
         Spec("kwok", KWOK_VERSION, kwok, "sigs.k8s.io/kwok/cmd/kwok", kwok_ld),
@@ -142,6 +151,23 @@ def _table() -> dict[str, Spec]:
                  version_args=("--help",), keep_replaces=True,
                  extra_requires=("golang.org/x/xerrors@v0.0.0-20240903120638-7835f813f4da",
                                  "github.com/nxadm/tail@v1.4.11")),
+        # the training operators (bench/operators.py), each with the CRDs and webhook configurations it is installed
+        # from; their RBAC is not needed (the processes run with the cluster's admin kubeconfig)
+        _go_tool("training-operator", f"{kubeflow}/training-operator", TRAINING_OPERATOR_VERSION,
+                 f"{kubeflow}/training-operator/cmd/training-operator.v1", version_args=("--help",),
+                 manifests=("manifests/base/crds", "manifests/base/webhook/manifests.yaml")),
+        _go_tool("mpi-operator", f"{kubeflow}/mpi-operator", MPI_OPERATOR_VERSION,
+                 f"{kubeflow}/mpi-operator/cmd/mpi-operator",
+                 version_args=("--help",),
+                 manifests=("manifests/base/kubeflow.org_mpijobs.yaml",)),
+        _go_tool("jobset", "sigs.k8s.io/jobset", JOBSET_VERSION, "sigs.k8s.io/jobset",
+                 f"-X sigs.k8s.io/jobset/pkg/version.GitVersion={JOBSET_VERSION}", version_args=("--help",),
+                 manifests=("charts/jobset",)),
+        _go_tool("trainer", f"{kubeflow}/trainer/v2", TRAINER_VERSION,
+                 f"{kubeflow}/trainer/v2/cmd/trainer-controller-manager",
+                 version_args=("--help",),
+                 manifests=("manifests/base/crds", "manifests/base/webhook/manifests.yaml",
+                            "manifests/base/manager/controller_manager_config.yaml", "manifests/base/runtimes")),
     ]  # fmt: skip
     return {spec.name: spec for spec in specs}
 
@@ -162,6 +188,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "addons": ADDON_BINARIES,
     "tools": native.HELPERS,
     "bench": ("helm-unittest",),
+    "operators": OPERATOR_BINARIES,
 }
 
 
@@ -234,6 +261,7 @@ def _build_groups(missing: list[Binary]) -> set[str]:
     """The group arguments of build_command() that build ``missing`` (" oldest", " addons"); none for the default
     set."""
     groups = {" oldest" for b in missing if b.name.endswith(OLDEST)}
+    groups |= {" operators" for b in missing if b.name in OPERATOR_BINARIES}
     return groups | {" addons" for b in missing if b.name in ADDON_BINARIES}
 
 

@@ -13,13 +13,15 @@ from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
+from dlcharts.cluster.operators import OPERATORS
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     version = OLDEST_KUBERNETES_VERSION if args.kubernetes_version == "oldest" else args.kubernetes_version
-    addons = tuple(name for name in ADDONS if getattr(args, name))
+    addons = (*(name for name in ADDONS if getattr(args, name)), *args.operator)
     if args.action == "build":
         groups = (["oldest"] if version == OLDEST_KUBERNETES_VERSION else []) + (["addons"] if addons else [])
+        groups += ["operators"] if args.operator else []
         return cmd_build([*args.names, *groups], check=args.check, platform=args.platform)
     config = ClusterConfig(
         name=args.name, real_node=not args.no_real_node, real_nodes=args.real_nodes, kubernetes_version=version,
@@ -167,6 +169,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="build/up: a second scheduler, scheduler-plugins' coscheduling, named "
         "scheduler-plugins-scheduler (gang.scheduler=scheduler-plugins in the charts)",
+    )
+    common.add_argument(
+        "--operator",
+        action="append",
+        default=[],
+        choices=OPERATORS,
+        help="build/up (repeatable; for benchmarks, bench/operators.py): a training operator as a process beside the "
+        "control plane (dlcharts.cluster.operators); trainer brings jobset",
     )
     cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
     actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status,fault}", required=True)

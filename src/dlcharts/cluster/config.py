@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from dlcharts.cluster.addons import ADDONS
+from dlcharts.cluster.addons import ALL
 from dlcharts.cluster.binaries import KUBERNETES_VERSION, control_plane_binaries
 from dlcharts.cluster.node_layout import LONGEST_RANGE_PREFIX, MAX_REAL_NODES
 from dlcharts.errors import ClusterError
@@ -116,8 +116,9 @@ class ClusterConfig:
                        version, and a kubelet must not be newer than its API server).
     addons:            real controllers started with the cluster (dlcharts.cluster.addons): "kueue" (Kueue's
                        manager, webhooks and CRDs) and "coscheduling" (a second kube-scheduler with scheduler-plugins'
-                       coscheduling, named scheduler-plugins-scheduler). A running cluster that is reused gets
-                       the ones it lacks.
+                       coscheduling, named scheduler-plugins-scheduler); for benchmarks, the training operators of
+                       dlcharts.cluster.operators ("training-operator", "mpi-operator", "jobset", "trainer"). A
+                       running cluster that is reused gets the ones it lacks.
     """
 
     name: str = "dlcharts"
@@ -143,9 +144,9 @@ class ClusterConfig:
                 f"{KUBERNETES_VERSION}, newer than that API server); start it with fake nodes only "
                 "(real_node=False, or --no-real-node)"
             )
-        unknown = sorted(set(self.addons) - set(ADDONS))
+        unknown = sorted(set(self.addons) - set(ALL))
         if unknown:
-            raise ClusterError(f"addons: {', '.join(map(repr, unknown))} unknown; choose from {', '.join(ADDONS)}")
+            raise ClusterError(f"addons: {', '.join(map(repr, unknown))} unknown; choose from {', '.join(ALL)}")
         if self.api_qps < 1:
             raise ClusterError(f"api_qps must be >= 1 (requests per second), not {self.api_qps}")
         if not _DNS_LABEL.match(self.name) or len(self.name) > 40:

@@ -129,8 +129,8 @@ class ClusterHandle(ClusterAccess):
         return self.state_dir / "logs"
 
     def pids(self) -> dict[str, int]:
-        """The control plane's processes (kwokctl's pid files)."""
-        return _component_pids(self.state_dir)
+        """The control plane's processes (kwokctl's pid files) and its add-ons' (dlcharts.cluster.addons)."""
+        return {**_component_pids(self.state_dir), **procs.pids(self.state_dir / "addons" / "pids")}
 
     @property
     def images(self) -> NodeImages | None:

@@ -1,0 +1,718 @@
+#!/usr/bin/env python3
+"""Our charts side by side with the training operators they replace (issue 33), on one embedded cluster whose
+add-ons are the operators (dlcharts.cluster.operators: the v1 training-operator, the MPI Operator, JobSet and
+Kubeflow Trainer v2, each a process on this machine).
+
+``real``: the same program, image and resources on the real node, one run after another:
+
+- pytorch: PyTorch DDP, 2 workers (``torchrun bench_ddp.py``): pytorch-dist vs PyTorchJob (a Master and a Worker, the
+  v1 layout) vs TrainJob on the ``torch-distributed`` ClusterTrainingRuntime (numNodes 2);
+- tensorflow: MultiWorkerMirroredStrategy, 4 workers (``bench_tf.py``): tensorflow-dist vs TFJob (4 Workers; the
+  operator writes TF_CONFIG). Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443), so no TrainJob;
+- horovod: Horovod over MPI, 2 workers: horovod-mpi vs MPIJob v2beta1.
+
+The operators' jobs are made from our chart's own render (helm template with the values ``dlcharts run`` uses):
+its main container (image, the program and its arguments, resources, security context, the scripts ConfigMap
+mounted) and its pod's node selector, tolerations and security context, with our own wiring taken out (the
+peer-wait init container, the rendezvous and TF_CONFIG environment, the cluster ConfigMap) so that each operator
+wires the job its own way. Recorded: wall time (from the create to the job's verdict), time to the first training
+step (its log line), when the last main container started, the time from the verdict until every pod of the job
+had ended, and what the job left in its namespace: objects by kind and their bytes (compact JSON as the API server
+serves them, events left out; etcd keeps built-in kinds as protobuf, somewhat smaller).
+
+``scale``: PyTorch DDP at 1,000 and 5,000 workers on kwok's fake GPU nodes, one GPU per pod, as bench/scheduling.py
+measures our charts: each system on a fresh cluster of its own (control plane, fake nodes, and only that system's
+operator), the job made from pytorch-dist's render (``--set worker=N --set defaults.gpu.count=1``); from the create
+(helm install, or the custom resource's POST) until every pod is Running, the control plane's CPU seconds per pod
+counting the operator's process, the peak resident memory of the control plane with the operator, and what the job
+made: objects by kind, the largest one.
+
+Usage: .venv/bin/python -m bench.operators real [--jobs pytorch,tensorflow,horovod]
+           [--systems ours,training-operator,trainer,mpi-operator] [--cluster-name ops]
+(the cluster: `dlcharts cluster up --name ops --operator training-operator --operator mpi-operator --operator
+trainer`; writes build/bench/operators_real.json and section 16 of bench/results.md)
+       .venv/bin/python -m bench.operators scale [--systems ours,training-operator,trainer] [--workers 1000,5000]
+           [--timeout 900]
+(starts and stops a cluster ops-scale-<system> for each system; writes build/bench/operators_scale.json, section 16
+and bench/plots/operators.png)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import dataclasses
+import datetime
+import json
+import math
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import common, model, real_runs, results
+from dlcharts import run
+from dlcharts.cluster import ClusterConfig
+from dlcharts.cluster.embedded import EmbeddedCluster
+from dlcharts.helm import find_helm
+from dlcharts.install import Kube
+from dlcharts.install.namespaces import delete_namespace
+
+SECTION = "16-operators"
+TITLE = "Side by side with the training operators (issue 33)"
+SYSTEMS = ("ours", "training-operator", "trainer", "mpi-operator")
+#: the environment our charts set that an operator sets its own way (rendezvous, ranks, TF_CONFIG), or that only
+#: our wiring reads
+OUR_WIRING = re.compile(r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|OMPI_|HOROVOD_|WORLD_SIZE|RANK)")
+#: our charts' volumes that carry our own wiring (the peers' host names)
+OUR_VOLUMES = ("cluster",)
+#: the manager of the TrainJob's runtime patch (node selector, tolerations, volumes)
+BENCH_MANAGER = "dlcharts.io/bench"
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    chart: str
+    workers: int
+    systems: tuple[str, ...]
+
+    @property
+    def step(self) -> str:
+        return real_runs.CHARTS[self.chart][1]
+
+    @property
+    def helm_args(self) -> tuple[str, ...]:
+        return ("--set", f"worker={self.workers}")
+
+
+JOBS: dict[str, Job] = {
+    "pytorch": Job("pytorch-dist", 2, ("ours", "training-operator", "trainer")),
+    "tensorflow": Job("tensorflow-dist", 4, ("ours", "training-operator")),
+    "horovod": Job("horovod-mpi", 2, ("ours", "mpi-operator")),
+}
+#: the kind each system runs a job as
+KINDS = {
+    ("pytorch", "training-operator"): "PyTorchJob",
+    ("pytorch", "trainer"): "TrainJob",
+    ("tensorflow", "training-operator"): "TFJob",
+    ("horovod", "mpi-operator"): "MPIJob",
+}
+
+
+# ------------------------------------------------------------------------------------------ the operators' jobs
+
+
+def render(chart: str, values: dict[str, Any], helm_args: tuple[str, ...], namespace: str) -> list[dict[str, Any]]:
+    """Our chart rendered as ``dlcharts run`` installs it (release ``bench``)."""
+    folder = common.WORK / "operators"
+    folder.mkdir(parents=True, exist_ok=True)
+    values_file = folder / f"{chart}-values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    args = ["template", "bench", str(common.ROOT / "charts" / chart), "-f", str(values_file), *helm_args,
+            "--namespace", namespace]  # fmt: skip
+    return [d for d in yaml.safe_load_all(find_helm().run(args).stdout) if d]
+
+
+def _job_of(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    for doc in docs:
+        labels = doc["metadata"].get("labels") or {}
+        if doc["kind"] == "Job" and labels.get("app.kubernetes.io/component") == component:
+            return doc
+    raise ValueError(f"the render has no Job for component {component!r}")
+
+
+def program(container: dict[str, Any]) -> list[str]:
+    """The program a container of ours runs: its args when its command is our shell wrapper (``/bin/sh -c SCRIPT
+    dl-entrypoint``, which composes TF_CONFIG and the like, then runs ``"$@"``), else command and args."""
+    command, args = list(container.get("command") or []), list(container.get("args") or [])
+    if command[:2] == ["/bin/sh", "-c"] and command[3:4] == ["dl-entrypoint"]:
+        return args
+    return command + args
+
+
+def pod_template(docs: list[dict[str, Any]], component: str, name: str) -> dict[str, Any]:
+    """The pod template of our ``component`` Job with our wiring taken out, its main container renamed ``name``
+    (the container name each operator looks for) and running :func:`program`; labels of its own."""
+    spec = copy.deepcopy(_job_of(docs, component)["spec"]["template"]["spec"])
+    main = spec["containers"][0]
+    main.update(name=name, command=program(main))
+    main.pop("args", None)
+    main.pop("ports", None)  # each operator sets its own port
+    main["env"] = [e for e in main.get("env") or [] if not OUR_WIRING.match(e["name"])]
+    main["volumeMounts"] = [m for m in main.get("volumeMounts") or [] if m["name"] not in OUR_VOLUMES]
+    spec["volumes"] = [v for v in spec.get("volumes") or [] if v["name"] not in OUR_VOLUMES]
+    spec["containers"] = [main]
+    for key in ("initContainers", "subdomain", "hostname", "restartPolicy"):
+        spec.pop(key, None)
+    return {"metadata": {"labels": {"dlcharts.io/bench": "operators"}}, "spec": spec}
+
+
+def config_maps(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The render's ConfigMaps that the operators' pods mount (the scripts), not our wiring's."""
+    return [d for d in docs if d["kind"] == "ConfigMap" and not d["metadata"]["name"].endswith("-cluster")]
+
+
+def operator_job(job: str, system: str, docs: list[dict[str, Any]], name: str, workers: int) -> dict[str, Any]:
+    """The operator's custom resource running what our render runs."""
+    kind = KINDS[(job, system)]
+    meta = {"name": name}
+    if kind == "PyTorchJob":
+        template = pod_template(docs, "worker", "pytorch")
+        replicas = {"Master": 1, "Worker": workers - 1}
+        specs = {r: {"replicas": n, "restartPolicy": "OnFailure", "template": template} for r, n in replicas.items()}
+        return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": meta,
+                "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"cleanPodPolicy": "None"}}}  # fmt: skip
+    if kind == "TFJob":
+        template = pod_template(docs, "worker", "tensorflow")
+        specs = {"Worker": {"replicas": workers, "restartPolicy": "OnFailure", "template": template}}
+        return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": meta,
+                "spec": {"tfReplicaSpecs": specs, "runPolicy": {"cleanPodPolicy": "None"}}}  # fmt: skip
+    if kind == "TrainJob":
+        template = pod_template(docs, "worker", "node")
+        main = template["spec"].pop("containers")[0]
+        pod = {key: template["spec"][key] for key in ("nodeSelector", "tolerations", "securityContext", "volumes")
+               if key in template["spec"]}  # fmt: skip
+        pod["containers"] = [{"name": "node", "volumeMounts": main.get("volumeMounts") or [],
+                              "securityContext": main.get("securityContext") or {}}]  # fmt: skip
+        patch = {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
+            "spec": pod}}}}]}}}  # fmt: skip
+        trainer = {"numNodes": workers, "numProcPerNode": 1, "image": main["image"], "command": main["command"],
+                   "env": main.get("env") or [], "resourcesPerNode": main.get("resources") or {}}  # fmt: skip
+        return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind, "metadata": meta,
+                "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer,
+                         "runtimePatches": [{"manager": BENCH_MANAGER, "trainingRuntimeSpec": patch}]}}  # fmt: skip
+    raise ValueError(f"no {kind} yet")
+
+
+# ------------------------------------------------------------------------------------------------- measuring
+
+
+def _when(stamp: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def left_objects(kube: Kube, namespace: str) -> dict[str, Any]:
+    """What a job left in ``namespace``: objects by kind and their bytes (compact JSON as served; events and the
+    namespace's own kube-root-ca.crt and default ServiceAccount left out)."""
+    counts: dict[str, int] = {}
+    size = 0
+    largest = {"kind": "", "bytes": 0}
+    for res in kube.preferred_resources():
+        if not res.namespaced or "list" not in res.verbs or res.kind in ("Event", "LocalSubjectAccessReview"):
+            continue
+        try:
+            items = kube.items(res.path(namespace))
+        except Exception:  # noqa: BLE001 - a kind that cannot be listed here (a removed API) counts nothing
+            continue
+        for item in items:
+            name = item["metadata"]["name"]
+            if (res.kind, name) in (("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")):
+                continue
+            item["metadata"].pop("managedFields", None)
+            nbytes = len(json.dumps(item, separators=(",", ":")))
+            counts[res.kind] = counts.get(res.kind, 0) + 1
+            size += nbytes
+            if nbytes > largest["bytes"]:
+                largest = {"kind": res.kind, "bytes": nbytes}
+    return {"objects": dict(sorted(counts.items())), "object_count": sum(counts.values()), "bytes": size,
+            "largest": largest}  # fmt: skip
+
+
+def _verdict(doc: dict[str, Any]) -> tuple[str, str] | None:
+    """("Succeeded" or "Failed", when) once the custom resource has its verdict (a True condition of that type;
+    JobSet-style "Complete" counts as Succeeded)."""
+    for cond in (doc.get("status") or {}).get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in ("Succeeded", "Complete", "Failed"):
+            kind = "Failed" if cond["type"] == "Failed" else "Succeeded"
+            return kind, str(cond.get("lastTransitionTime") or "")
+    return None
+
+
+def _main_started(pod: dict[str, Any]) -> str | None:
+    main = pod["spec"]["containers"][0]["name"]
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = status.get("state") or {}
+        started = (state.get("terminated") or state.get("running") or {}).get("startedAt")
+        if status["name"] == main and started:
+            return str(started)
+    return None
+
+
+def _running(pod: dict[str, Any]) -> bool:
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    return any("running" in (s.get("state") or {}) or "waiting" in (s.get("state") or {})
+               for s in (pod.get("status") or {}).get("containerStatuses") or []) or not (pod.get("status") or {}).get(
+        "containerStatuses")  # fmt: skip
+
+
+def pods_created(events: list[dict[str, Any]]) -> int:
+    """Pods made, from the ``Created pod`` events: a pod re-made under its own name (the v1 operator's) adds to its
+    event's count."""
+    return sum(int(e.get("count") or 1) for e in events if "Created pod" in (e.get("message") or ""))
+
+
+def victim(pods: list[dict[str, Any]]) -> str | None:
+    """A worker pod that is not rank 0: PyTorchJob's ``*-worker-0`` (rank 1), else the pod of completion index 1
+    (our Jobs, TrainJob's JobSet)."""
+    for pod in pods:
+        meta = pod["metadata"]
+        index = (meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+        if meta["name"].endswith("-worker-0") or index == "1":
+            return str(meta["name"])
+    return None
+
+
+def delete_worker(kube: Kube, namespace: str) -> str | None:
+    """The fault ``worker-deleted``: delete :func:`victim` at once (grace period 0); its name."""
+    name = victim(kube.items(f"/api/v1/namespaces/{namespace}/pods"))
+    if name:
+        kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query={"gracePeriodSeconds": "0"})
+    return name
+
+
+def run_operator(
+    kube: Kube, job_name: str, job: Job, system: str, registry: str, cap: float, extra: tuple[str, ...] = (),
+    fault: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """One job on ``system``; with ``fault``, a worker is deleted at its first training step and the times that
+    follow are from the fault."""
+    namespace = f"bench-{system}-{job.chart}-{uuid.uuid4().hex[:6]}"
+    run.push_images(job.chart, registry, lambda _line: None)
+    docs = render(job.chart, run.cpu_values(job.chart, registry), (*job.helm_args, *extra), namespace)
+    name = "bench"
+    resource = operator_job(job_name, system, docs, name, job.workers)
+    api = kube.resource_for(resource["apiVersion"], resource["kind"])
+    before = common.load()
+    # no Pod Security level: the operators' own containers (the PyTorchJob workers' init container) meet none
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    started, started_at = time.monotonic(), datetime.datetime.now(datetime.UTC)
+    for doc in config_maps(docs):
+        doc["metadata"]["namespace"] = namespace
+        kube.apply(doc)
+    resource["metadata"]["namespace"] = namespace
+    resp = kube.request("POST", api.path(namespace), body=resource)
+    if resp.status != 201:
+        raise SystemExit(f"{resource['kind']} refused: {resp.doc}")
+    first_step: float | None = None
+    faulted: tuple[str | None, float] | None = None
+    verdict: tuple[str, str] | None = None
+    verdict_at = ended_at = None
+    pods: list[Any] = []
+    while time.monotonic() - started < cap:
+        pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+        if first_step is None:
+            for pod in pods:
+                if _main_started(pod):
+                    log = kube.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log")
+                    if isinstance(log.doc, str) and re.search(job.step, log.doc):
+                        first_step = time.monotonic() - started
+                        if fault:
+                            faulted = (delete_worker(kube, namespace), time.monotonic())
+                        break
+        if verdict is None:
+            verdict = _verdict(kube.get(api.path(namespace, name)))
+            if verdict is not None:
+                verdict_at = time.monotonic()
+        if verdict is not None and not any(_running(p) for p in pods):
+            ended_at = time.monotonic()
+            break
+        time.sleep(1.0)
+    starts = [_when(s) for s in (_main_started(p) for p in pods) if s]
+    exits = [_when(str(st["terminated"]["finishedAt"])) for p in pods
+             for st in ((c.get("state") or {}) for c in (p.get("status") or {}).get("containerStatuses") or [])
+             if "terminated" in st]  # fmt: skip
+    after_verdict = None
+    if verdict and verdict[1] and exits:
+        after_verdict = round(max(0.0, (max(exits) - _when(verdict[1])).total_seconds()), 1)
+    left = left_objects(kube, namespace)
+    events = kube.items(f"/api/v1/namespaces/{namespace}/events")
+    delete_namespace(kube, namespace)
+    faults = {}
+    if faulted is not None:
+        at = faulted[1]
+        faults = {"victim": faulted[0], "verdict_after_fault_s": round(verdict_at - at, 1) if verdict_at else None,
+                  "ended_after_fault_s": round(ended_at - at, 1) if ended_at else None,
+                  "pods_made": pods_created(events),
+                  "events": sorted({str(e.get("reason")) for e in events})}  # fmt: skip
+    return {
+        **faults,
+        "system": system,
+        "kind": resource["kind"],
+        "ok": bool(verdict and verdict[0] == "Succeeded"),
+        "verdict": verdict[0] if verdict else "none (cap)",
+        "pods": len(pods),
+        "wall_s": round(verdict_at - started, 1) if verdict_at else None,
+        "all_started_s": round((max(starts) - started_at).total_seconds(), 1) if starts else None,
+        "first_step_s": None if first_step is None else round(first_step, 1),
+        "last_exit_after_verdict_s": after_verdict,
+        "pods_ended_after_verdict_s": round(ended_at - verdict_at, 1) if ended_at and verdict_at else None,
+        "load_before": before,
+        "load_after": common.load(),
+        **left,
+    }
+
+
+def fault_ours(kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float) -> dict[str, Any]:
+    """Our chart with a worker deleted at the first training step (bench.node_faults' way: ``dlcharts run``'s job,
+    the fault from its log)."""
+    import threading
+
+    from dlcharts.helm import find_helm
+    from dlcharts.install import Release
+
+    namespace = f"fault-ours-{uuid.uuid4().hex[:6]}"
+    path = common.ROOT / "charts" / job.chart
+    run.push_images(job.chart, registry, lambda _line: None)
+    found: dict[str, Any] = {}
+
+    def inject() -> None:
+        with Kube.from_kubeconfig(kubeconfig) as kube:
+            found["victim"], found["at"] = delete_worker(kube, namespace), time.monotonic()
+
+    def write(line: str) -> None:
+        if "injecting" not in found and re.search(job.step, line):
+            found["injecting"] = True
+            threading.Thread(target=inject, daemon=True).start()
+
+    with Kube.from_kubeconfig(kubeconfig) as kube:
+        run.prepare_namespace(kube, namespace, path, write=lambda _line: None)
+        release = Release(find_helm(), kubeconfig, "bench", namespace)
+        values = run.cpu_values(job.chart, registry)
+        result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
+        ended = time.monotonic()
+        events = kube.items(f"/api/v1/namespaces/{namespace}/events")
+        delete_namespace(kube, namespace)
+    at = found.get("at")
+    settled = None if result.settled_seconds is None or at is None else result.settled_seconds
+    return {
+        "system": "ours",
+        "kind": job.chart,
+        "ok": result.ok,
+        "verdict": "Succeeded" if result.ok else ("none (cap)" if "running" in result.jobs.values() else "Failed"),
+        "victim": found.get("victim"),
+        "verdict_after_fault_s": round(ended - at, 1) if at else None,
+        "ended_after_fault_s": None if settled is None or at is None else round(ended - at + settled, 1),
+        "pods_made": pods_created(events),
+        "events": sorted({str(e.get("reason")) for e in events}),
+        "problem": result.problem.splitlines()[0] if result.problem else "",
+    }
+
+
+def run_ours(kubeconfig: Path, job: Job, registry: str, nodes: int) -> dict[str, Any]:
+    row = real_runs.one(job.chart, kubeconfig, registry, nodes, job.helm_args, measure=left_objects)
+    return {
+        "system": "ours",
+        "kind": job.chart,
+        "ok": row["ok"],
+        "verdict": "Succeeded" if row["ok"] else "Failed",
+        "pods": row["pods"],
+        "wall_s": row["wall_s"],
+        "all_started_s": row["all_started_s"],
+        "first_step_s": row["first_step_s"],
+        "last_exit_after_verdict_s": row["last_exit_after_first_job_s"],
+        "pods_ended_after_verdict_s": row["settled_s"],
+        "load_before": row["load_before"],
+        "load_after": row["load_after"],
+        **{key: row[key] for key in ("objects", "object_count", "bytes", "largest")},
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- scale
+
+
+def scale_one(handle: Any, system: str, workers: int, timeout: float, interval: float = 0.5) -> dict[str, Any]:
+    """One PyTorch DDP job of ``workers`` pods on ``system``: times, CPU, memory and objects (bench.scheduling's
+    measures)."""
+    from bench import scheduling
+
+    api = scheduling.Api(handle.kubeconfig)
+    namespace = f"scale-{system}-w{workers}-{uuid.uuid4().hex[:4]}"
+    helm_args = ("--set", f"worker={workers}", "--set", "defaults.gpu.count=1")
+    with Kube.from_kubeconfig(handle.kubeconfig) as kube:
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        docs = render("pytorch-dist", {}, helm_args, namespace)
+        resource = None
+        if system != "ours":
+            resource = operator_job("pytorch", system, docs, "train", workers)
+            resource["metadata"]["namespace"] = namespace
+        rss, cpu_before, load = handle.rss_bytes(), scheduling.cpu_seconds(handle), common.load()
+        start = time.perf_counter()
+        marks: dict[str, float] = {}
+        if resource is None:
+            done = scheduling.helm("install", "train", str(common.ROOT / "charts" / "pytorch-dist"), "--namespace",
+                                   namespace, *helm_args, kubeconfig=handle.kubeconfig)  # fmt: skip
+            if done.returncode != 0:
+                raise SystemExit(f"helm install worker={workers} failed: {done.stderr}")
+        else:
+            for doc in config_maps(docs):
+                doc["metadata"]["namespace"] = namespace
+                kube.apply(doc)
+            path = kube.resource_for(resource["apiVersion"], resource["kind"]).path(namespace)
+            resp = kube.request("POST", path, body=resource)
+            if resp.status != 201:
+                raise SystemExit(f"{resource['kind']} worker={workers} refused: {resp.doc}")
+        marks["created_job"] = time.perf_counter() - start
+        while time.perf_counter() - start < timeout:
+            with contextlib.suppress(Exception):
+                pods, bound, running = api.pod_states(namespace)
+                now = time.perf_counter() - start
+                for mark, count in (("created", pods), ("bound", bound), ("running", running)):
+                    if count >= workers and mark not in marks:
+                        marks[mark] = round(now, 1)
+            rss = scheduling.peak(rss, handle.rss_bytes())
+            if "running" in marks:
+                break
+            time.sleep(interval)
+        else:
+            marks["timed_out"] = round(time.perf_counter() - start, 1)
+        cpu_after = scheduling.cpu_seconds(handle)
+        cpu = {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after}
+        left = left_objects(kube, namespace)
+    result = {
+        "system": system,
+        "kind": resource["kind"] if resource else "pytorch-dist",
+        "workers": workers,
+        "seconds": marks,
+        "cpu_seconds": cpu,
+        "cpu_ms_per_pod": round(1000 * sum(cpu.values()) / workers, 1),
+        "rss_peak": rss,
+        "rss_peak_mib": round(sum(rss.values()) / 2**20),
+        "load_before": load,
+        **left,
+    }
+    print(f"operators scale: {json.dumps(result)}", flush=True)
+    return result
+
+
+def scale(systems: list[str], sizes: list[int], timeout: float) -> list[dict[str, Any]]:
+    from dlcharts.cluster import H100_LABELS, NodePool
+
+    nodes = math.ceil(max(sizes) * 1.05 / 8) + 2
+    pool = NodePool(name="gpu", count=nodes, gpus=8, cpu="192", memory="2Ti", labels=dict(H100_LABELS))
+    runs = []
+    for system in systems:
+        addons = () if system == "ours" else (system,)
+        config = ClusterConfig(name=f"ops-scale-{system}"[:20], node_pools=(pool,), pod_run_seconds=3600,
+                               start_timeout=900, real_node=False, addons=addons)  # fmt: skip
+        cluster = EmbeddedCluster(config)
+        cluster.stop()
+        try:
+            handle = cluster.start()
+            for workers in sizes:
+                try:
+                    runs.append(scale_one(handle, system, workers, timeout))
+                except Exception as exc:  # noqa: BLE001 - recorded: where a system cannot reach a size
+                    runs.append({"system": system, "workers": workers, "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            cluster.stop()
+    return runs
+
+
+# --------------------------------------------------------------------------------------------------- report
+
+REAL_COLUMNS = [
+    model.column("job", align="left"),
+    model.column("system", align="left"),
+    model.column("ok"),
+    model.column("wall s", "{:.0f}"),
+    model.column("all started s", "{:.0f}"),
+    model.column("first step s", "{:.0f}"),
+    model.column("last exit after verdict s", "{}"),
+    model.column("objects left", align="left"),
+    model.column("bytes (JSON)", "{:,}"),
+    model.column("load 1m before → after", "{:.1f} → {:.1f}", align="left"),
+]
+
+
+def real_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            f"{r['job']} ({r['workers']} workers)", f"{r['system']} ({r['kind']})", r["ok"], r["wall_s"],
+            r["all_started_s"], r["first_step_s"], r["last_exit_after_verdict_s"],
+            ", ".join(f"{k} {v}" for k, v in r["objects"].items()), r["bytes"],
+            [r["load_before"]["1m"], r["load_after"]["1m"]],
+        ]
+        for r in runs
+    ]  # fmt: skip
+
+
+def merged(block_id: str, new: list[list[Any]]) -> list[list[Any]]:
+    """The rows of table ``block_id`` in section 16 with ``new`` in place of those of the same job and system (a
+    rerun of some keeps the others), by job and then in the order of SYSTEMS."""
+    path = model.path_of(SECTION)
+    old: list[list[Any]] = []
+    if path.is_file():
+        old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == block_id), [])
+    rows = model.merge_rows(old, new, key=2)
+    text = 0 if block_id == "scale" else 1  # the column naming the system
+    order = {system: i for i, system in enumerate(SYSTEMS)}
+    rows.sort(key=lambda r: (str(r[0 if text else 1]), order.get(str(r[text]).split(" ")[0], 9)))
+    return rows
+
+
+def report_real(runs: list[dict[str, Any]]) -> None:
+    caption = (
+        "`python -m bench.operators real` on one embedded cluster with 1 real node (2 CPU cores shared with other "
+        "work: see the load column), one run after another; the operators' jobs run our chart's program, image "
+        "and resources. Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
+    )
+    block = model.table("real", REAL_COLUMNS, merged("real", real_rows(runs)), caption=caption)
+    model.update(SECTION, [block], title=TITLE, by="`python -m bench.operators`")
+    results.write()
+
+
+SCALE_COLUMNS = [
+    model.column("system", align="left"),
+    model.column("workers", "{:,}"),
+    model.column("all Running s", "{}"),
+    model.column("control-plane CPU ms per pod", "{}"),
+    model.column("peak RSS MiB", "{}"),
+    model.column("objects", "{:,}"),
+    model.column("largest object", align="left"),
+]
+
+
+def scale_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for r in runs:
+        if "error" in r:
+            rows.append([r["system"], r["workers"], f"failed: {r['error'][:120]}", None, None, None, ""])
+            continue
+        running = r["seconds"].get("running", f"not all in {r['seconds'].get('timed_out')} s")
+        largest = f"{r['largest']['kind']} {r['largest']['bytes']:,} B"
+        rows.append([f"{r['system']} ({r['kind']})", r["workers"], running, r["cpu_ms_per_pod"], r["rss_peak_mib"],
+                     r["object_count"], largest])  # fmt: skip
+    return rows
+
+
+def report_scale(runs: list[dict[str, Any]]) -> None:
+    caption = (
+        "`python -m bench.operators scale`: PyTorch DDP with one GPU per pod on kwok's fake nodes, each system on a "
+        "fresh cluster of its own with only its operator; CPU and memory count the API server, etcd, "
+        "controller-manager, scheduler, kwok and the operator."
+    )
+    block = model.table("scale", SCALE_COLUMNS, merged("scale", scale_rows(runs)), caption=caption)
+    blocks = [block]
+    done = [r for r in runs if "error" not in r and "running" in r["seconds"]]
+    if done:
+        plt = common.pyplot()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for system in dict.fromkeys(r["system"] for r in done):
+            mine = [r for r in done if r["system"] == system]
+            ax.plot([r["workers"] for r in mine], [r["seconds"]["running"] for r in mine], marker="o", label=system)
+        ax.set_xlabel("workers (pods)")
+        ax.set_ylabel("seconds until every pod Running")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(common.PLOTS / "operators.png", dpi=100)
+        blocks.append(model.image("scale-plot", "plots/operators.png", "time to all Running by system and size"))
+    model.update(SECTION, blocks, title=TITLE, by="`python -m bench.operators`")
+    results.write()
+
+
+FAULT_COLUMNS = [
+    model.column("case", align="left"),
+    model.column("system", align="left"),
+    model.column("verdict", align="left"),
+    model.column("verdict after fault s", "{}"),
+    model.column("every pod ended after fault s", "{}"),
+    model.column("pods created", "{}"),
+]
+
+
+def report_faults(runs: list[dict[str, Any]], steps: int) -> None:
+    """The fault table of section 16 (rows of the same case and system replaced)."""
+    case = f"worker deleted (PyTorch DDP, {JOBS['pytorch'].workers} workers, {steps} steps)"
+    rows = [[case, f"{r['system']} ({r['kind']})", r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"],
+             r["pods_made"]] for r in runs]  # fmt: skip
+    caption = (
+        "`python -m bench.operators faults`: at the first training step one worker pod that is not rank 0 is deleted "
+        "(grace period 0); each system's defaults (our Jobs' backoffLimitPerIndex 3; the operators' restartPolicy "
+        "OnFailure as their examples write it, Trainer's runtime as shipped)."
+    )
+    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows), caption=caption)],
+                 title=TITLE, by="`python -m bench.operators`")  # fmt: skip
+    results.write()
+
+
+def faults_main(args: argparse.Namespace) -> int:
+    handle = EmbeddedCluster(ClusterConfig(name=args.cluster_name)).start()
+    assert handle.images is not None, "the cluster runs without its real node"
+    job, extra = JOBS["pytorch"], ("--set", f"benchmark.steps={args.steps}")
+    runs = []
+    with Kube.from_kubeconfig(handle.kubeconfig) as kube:
+        for system in args.systems.split(","):
+            print(f"operators: worker deleted, pytorch on {system} ...", flush=True)
+            if system == "ours":
+                row = fault_ours(handle.kubeconfig, job, handle.images.registry, extra, args.cap)
+            else:
+                row = run_operator(kube, "pytorch", job, system, handle.images.registry, args.cap, extra, fault=True)
+            row.update(case="worker deleted", job="pytorch", workers=job.workers)
+            print(json.dumps(row), flush=True)
+            runs.append(row)
+    common.save("operators_faults", {"machine": common.machine(), "date": common.now(), "runs": runs})
+    report_faults(runs, args.steps)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="part", required=True)
+    real = sub.add_parser("real", help="the same real jobs on the real node")
+    real.add_argument("--jobs", default=",".join(JOBS), help="of: " + ", ".join(JOBS))
+    real.add_argument("--systems", default=",".join(SYSTEMS), help="of: " + ", ".join(SYSTEMS))
+    real.add_argument("--cluster-name", default="ops")
+    real.add_argument("--cap", type=float, default=900.0, help="seconds a job may take before it counts as failed")
+    sized = sub.add_parser("scale", help="PyTorch DDP at 1,000 and 5,000 workers on fake GPU nodes")
+    sized.add_argument("--systems", default="ours,training-operator,trainer", help="of: ours, training-operator, "
+                       "trainer")  # fmt: skip
+    sized.add_argument("--workers", default="1000,5000")
+    sized.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for every pod to run")
+    fault = sub.add_parser("faults", help="a worker deleted at the first training step (PyTorch DDP)")
+    fault.add_argument("--systems", default="ours,training-operator,trainer")
+    fault.add_argument("--steps", type=int, default=200, help="training steps (the run must outlast the fault)")
+    fault.add_argument("--cluster-name", default="ops")
+    fault.add_argument("--cap", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    if args.part == "faults":
+        return faults_main(args)
+    if args.part == "scale":
+        runs = scale(args.systems.split(","), [int(w) for w in args.workers.split(",")], args.timeout)
+        common.save("operators_scale", {"machine": common.machine(), "date": common.now(), "runs": runs})
+        report_scale(runs)
+        return 0 if all("error" not in r and "running" in r["seconds"] for r in runs) else 1
+    systems = args.systems.split(",")
+    unknown = sorted(set(systems) - set(SYSTEMS)) + sorted(set(args.jobs.split(",")) - set(JOBS))
+    if unknown:
+        parser.error(f"unknown {', '.join(unknown)}; jobs: {', '.join(JOBS)}; systems: {', '.join(SYSTEMS)}")
+    cluster = EmbeddedCluster(ClusterConfig(name=args.cluster_name))
+    if not cluster.is_running():
+        parser.error(f"cluster {args.cluster_name} does not run; start it with the operators (see --help)")
+    handle = cluster.start()
+    assert handle.images is not None, "the cluster runs without its real node"
+    runs = []
+    with Kube.from_kubeconfig(handle.kubeconfig) as kube:
+        for job_name in args.jobs.split(","):
+            job = JOBS[job_name]
+            for system in (s for s in job.systems if s in systems):
+                print(f"operators: {job_name} on {system} ...", flush=True)
+                if system == "ours":
+                    row = run_ours(handle.kubeconfig, job, handle.images.registry, len(handle.real_nodes))
+                else:
+                    row = run_operator(kube, job_name, job, system, handle.images.registry, args.cap)
+                row.update(job=job_name, workers=job.workers)
+                print(json.dumps(row), flush=True)
+                runs.append(row)
+    common.save("operators_real", {"machine": common.machine(), "runs": runs})
+    report_real(runs)
+    return 0 if all(r["ok"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
