@@ -9,14 +9,11 @@ from typing import Any
 import pytest
 
 from dlcharts.errors import RenderError
+from dlcharts.images.definitions import TRAINING_CHARTS
 from tests.support import CHARTS
 
 #: the training charts present in this tree
-TRAINING = [
-    c
-    for c in ("tensorflow-dist", "pytorch-dist", "mxnet-dist", "horovod-mpi", "cntk-dist", "jax-dist", "deepspeed-dist")
-    if (CHARTS / c).is_dir()
-]
+TRAINING = [c for c in TRAINING_CHARTS if (CHARTS / c).is_dir()]
 
 #: the MPI charts (a launcher and sshd workers) and the value naming the program every rank runs
 MPI_PROGRAM = {

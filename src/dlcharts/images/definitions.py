@@ -79,8 +79,8 @@ _MPI_CHECK = (
     "'from mpi4py import MPI; c = MPI.COMM_WORLD; assert c.allreduce(c.rank + 1) == 3'"
 )
 
-#: the training charts, each of which runs the peer-wait (busybox) and start-watch (python) images
-_TRAINING_CHARTS = (
+#: the training charts (each runs the peer-wait (busybox) and start-watch (python) images); bench and tests use it
+TRAINING_CHARTS = (
     "tensorflow-dist",
     "pytorch-dist",
     "mxnet-dist",
@@ -167,7 +167,7 @@ IMAGES: dict[str, ImageDef] = {
             tag="1.37.0",
             stands_for="peerWait.image busybox:1.37.0 (peer-wait init container, helm test pod; every training chart)",
             check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
-            values=tuple(f"{chart}:peerWait.image" for chart in _TRAINING_CHARTS),
+            values=tuple(f"{chart}:peerWait.image" for chart in TRAINING_CHARTS),
             differs=(
                 "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
                 "Debian minbase with python3, not the upstream static busybox image (larger: it is the root layer "
@@ -180,7 +180,7 @@ IMAGES: dict[str, ImageDef] = {
             tag="3.13-alpine",
             stands_for="startWatch.image python:3.13-alpine (the start watch; every training chart)",
             check="python3 -c 'import json, ssl, urllib.request'",
-            values=tuple(f"{chart}:startWatch.image" for chart in _TRAINING_CHARTS),
+            values=tuple(f"{chart}:startWatch.image" for chart in TRAINING_CHARTS),
             differs=(
                 "Debian trixie's python3 3.13 on the root file system the other images share, not Alpine: the start "
                 "watch needs only python3 and its standard library"
