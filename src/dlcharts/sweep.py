@@ -494,6 +494,8 @@ class MetricReader:
         found = {name: float(value) for name, value in pairs}
         step = found.get("step")
         with self.lock:
+            if self.trial.state != "Running":  # stopped: what its pods print until they are gone does not count
+                return
             for name, value in found.items():
                 if name == "step" or self._pod_of.setdefault(name, pod) != pod:
                     continue

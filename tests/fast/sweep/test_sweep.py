@@ -138,7 +138,7 @@ def test_tpe_asks_within_the_space_and_learns_from_what_it_is_told(tmp_path: Pat
 
 
 def test_metrics_come_from_katib_style_lines_of_the_first_pod_that_prints_them() -> None:
-    trial = sweep.Trial(0, {}, "t-0", metric="loss")
+    trial = sweep.Trial(0, {}, "t-0", state="Running", metric="loss")
     reader = sweep.MetricReader(trial, threading.Lock(), io.StringIO())
     for line in [
         "[t-0-worker-0-abc/worker] step=5 loss=2.25 lr=0.1",
@@ -152,6 +152,9 @@ def test_metrics_come_from_katib_style_lines_of_the_first_pod_that_prints_them()
     assert trial.observations["loss"] == [(5.0, 2.25), (2.0, 0.15)]
     assert trial.observations["lr"] == [(5.0, 0.1)] and trial.observations["accuracy"] == [(1.0, 0.9)]
     assert "version" not in trial.observations and "tokens" not in trial.observations
+    assert trial.value == 0.15
+    trial.state = "EarlyStopped"  # a stopped trial's pods print on until they are gone: that does not count
+    reader("[t-0-worker-0-abc/worker] step=60 loss=0.01")
     assert trial.value == 0.15
 
 
