@@ -72,7 +72,7 @@ def test_images_list_names_each_local_reference(capsys: pytest.CaptureFixture[st
 def test_unknown_image_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["images", "build", "tensorflo"]) == 2
     assert (
-        "unknown image tensorflo; known: busybox, python, tensorflow, mxnet, pytorch, horovod, cntk"
+        "unknown image tensorflo; known: busybox, python, tensorflow, mxnet, pytorch, jax, horovod, deepspeed, cntk"
         in capsys.readouterr().out
     )
 
