@@ -53,7 +53,10 @@ def test_a_sweep_stops_a_hopeless_trial_and_resumes_after_an_interrupt(
             "--set-file", f"script={SCRIPT}"]  # fmt: skip
     try:
         lines: list[str] = []
-        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT) as proc:
+        # SIGINT as a terminal delivers it: a job started in the background (CI's sessions are) ignores SIGINT, and
+        # its children inherit that; a foreground command in a terminal has the default disposition
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as proc:  # fmt: skip
             assert proc.stdout is not None
             for line in proc.stdout:
                 lines.append(line.rstrip())
