@@ -50,6 +50,7 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,9 @@ import yaml
 
 from bench import common, model, real_runs, results
 from dlcharts import run
-from dlcharts.cluster import ClusterConfig
-from dlcharts.cluster.embedded import EmbeddedCluster
+from dlcharts.cluster import ClusterConfig, faults
+from dlcharts.cluster.embedded import ClusterHandle, EmbeddedCluster
+from dlcharts.cluster.node import RealNode
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube
 from dlcharts.install.namespaces import delete_namespace
@@ -68,9 +70,12 @@ TITLE = "Side by side with the training operators (issue 33)"
 SYSTEMS = ("ours", "training-operator", "trainer", "mpi-operator")
 #: the environment our charts set that an operator sets its own way (rendezvous, ranks, TF_CONFIG), or that only
 #: our wiring reads
-OUR_WIRING = re.compile(r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|OMPI_|HOROVOD_|WORLD_SIZE|RANK)")
-#: our charts' volumes that carry our own wiring (the peers' host names)
-OUR_VOLUMES = ("cluster",)
+OUR_WIRING = re.compile(r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|O?MPI_|HOROVOD_|WORLD_SIZE|RANK)")
+#: our charts' volumes that carry our own wiring (the peers' host names; the MPI charts' hostfile, SSH setup and
+#: passwd entry)
+OUR_VOLUMES = ("cluster", "mpi-config", "mpi-home", "mpi-etc", "mpi-ssh-secret")
+#: where the MPI Operator mounts the job's SSH key (a Secret) for a root user: with mode 0600, as sshd wants it
+MPI_SSH_DIR = "/root/.ssh"
 #: the manager of the TrainJob's runtime patch (node selector, tolerations, volumes)
 BENCH_MANAGER = "dlcharts.io/bench"
 
@@ -164,7 +169,8 @@ def operator_job(job: str, system: str, docs: list[dict[str, Any]], name: str, w
     if kind == "PyTorchJob":
         template = pod_template(docs, "worker", "pytorch")
         replicas = {"Master": 1, "Worker": workers - 1}
-        specs = {r: {"replicas": n, "restartPolicy": "OnFailure", "template": template} for r, n in replicas.items()}
+        specs = {r: {"replicas": n, "restartPolicy": "OnFailure", "template": copy.deepcopy(template)}
+                 for r, n in replicas.items()}  # fmt: skip
         return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": meta,
                 "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"cleanPodPolicy": "None"}}}  # fmt: skip
     if kind == "TFJob":
@@ -186,7 +192,53 @@ def operator_job(job: str, system: str, docs: list[dict[str, Any]], name: str, w
         return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind, "metadata": meta,
                 "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer,
                          "runtimePatches": [{"manager": BENCH_MANAGER, "trainingRuntimeSpec": patch}]}}  # fmt: skip
+    if kind == "MPIJob":
+        return mpi_job(docs, meta, workers)
     raise ValueError(f"no {kind} yet")
+
+
+def mpi_job(docs: list[dict[str, Any]], meta: dict[str, Any], workers: int) -> dict[str, Any]:
+    """An MPIJob (v2beta1) running our horovod-mpi render's program the MPI Operator's way: the operator writes the
+    hostfile and the SSH key; the workers run sshd, the launcher ``mpirun`` with the hostfile's ranks.
+
+    Both run as root, as the operator's own Horovod examples do: ssh and sshd need a passwd entry for their uid,
+    which our image has only for root (our chart writes one for uid 1000 in an init container; an MPIJob user
+    bakes a user into the image). Root keeps the runtime's default capabilities, which a root sshd needs."""
+    specs = {}
+    for role, name in (("launcher", "mpi-launcher"), ("worker", "mpi-worker")):
+        template = pod_template(docs, role, name)
+        template["spec"]["securityContext"] = {"runAsUser": 0, "runAsGroup": 0}  # the image's user is 1000
+        main = template["spec"]["containers"][0]
+        main.pop("securityContext", None)
+        main["env"] = [e for e in main["env"] if e["name"] != "HOME"]
+        specs[role] = template
+    launch = specs["launcher"]["spec"]["containers"][0]["command"]
+    if "python" not in launch:
+        raise ValueError(f"no python program in the launcher's {launch}")
+    ssh_options = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10"
+    specs["launcher"]["spec"]["containers"][0]["command"] = [
+        "mpirun", "--allow-run-as-root", "-np", str(workers), "-bind-to", "none", "-map-by", "slot",
+        "--mca", "plm_rsh_args", ssh_options, "--mca", "btl_vader_single_copy_mechanism", "none", "-x", "PATH",
+        *launch[launch.index("python"):],
+    ]  # fmt: skip
+    # a root sshd's privilege separation directory, which an image's init system would make (the operator's base
+    # image makes it at build)
+    sshd = f"/usr/sbin/sshd -De -o HostKey={MPI_SSH_DIR}/id_rsa -o StrictModes=no -o PidFile=none"
+    specs["worker"]["spec"]["containers"][0]["command"] = ["/bin/sh", "-c", f"mkdir -p /run/sshd && exec {sshd}"]
+    replicas = {"Launcher": (1, specs["launcher"]), "Worker": (workers, specs["worker"])}
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": meta,
+        "spec": {
+            "slotsPerWorker": 1,
+            "sshAuthMountPath": MPI_SSH_DIR,
+            "mpiImplementation": "OpenMPI",
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {role: {"replicas": n, "template": t} for role, (n, t) in replicas.items()},
+        },
+    }
 
 
 # ------------------------------------------------------------------------------------------------- measuring
@@ -201,7 +253,7 @@ def left_objects(kube: Kube, namespace: str) -> dict[str, Any]:
     namespace's own kube-root-ca.crt and default ServiceAccount left out)."""
     counts: dict[str, int] = {}
     size = 0
-    largest = {"kind": "", "bytes": 0}
+    largest: dict[str, Any] = {"kind": "", "bytes": 0}
     for res in kube.preferred_resources():
         if not res.namespaced or "list" not in res.verbs or res.kind in ("Event", "LocalSubjectAccessReview"):
             continue
@@ -231,6 +283,21 @@ def _verdict(doc: dict[str, Any]) -> tuple[str, str] | None:
             kind = "Failed" if cond["type"] == "Failed" else "Succeeded"
             return kind, str(cond.get("lastTransitionTime") or "")
     return None
+
+
+def jobs_verdict(kube: Kube, namespace: str) -> datetime.datetime | None:
+    """When our release's Jobs gave their verdict: the first Job's failure, or else the last one's completion (None
+    while one runs)."""
+    failed, complete, running = [], [], False
+    for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs"):
+        ends = {c["type"]: _when(c["lastTransitionTime"]) for c in (job.get("status") or {}).get("conditions") or []
+                if c.get("status") == "True" and c["type"] in ("Complete", "Failed")}  # fmt: skip
+        failed += [ends["Failed"]] if "Failed" in ends else []
+        complete += [ends["Complete"]] if "Complete" in ends else []
+        running = running or not ends
+    if failed:
+        return min(failed)
+    return None if running or not complete else max(complete)
 
 
 def _main_started(pod: dict[str, Any]) -> str | None:
@@ -268,25 +335,98 @@ def victim(pods: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def delete_worker(kube: Kube, namespace: str) -> str | None:
-    """The fault ``worker-deleted``: delete :func:`victim` at once (grace period 0); its name."""
+#: a fault injected into a running job: (the API, the job's namespace) -> what it did
+Inject = Callable[[Kube, str], dict[str, Any]]
+
+
+def delete_worker(kube: Kube, namespace: str) -> dict[str, Any]:
+    """The fault ``worker-deleted``: delete :func:`victim` at once (grace period 0)."""
     name = victim(kube.items(f"/api/v1/namespaces/{namespace}/pods"))
     if name:
         kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query={"gracePeriodSeconds": "0"})
-    return name
+    return {"victim": name}
+
+
+def node_loser(handle: ClusterHandle, lost: list[RealNode]) -> Inject:
+    """The fault ``node-lost``: the real node of :func:`victim` is lost (its pods cut off, then every process of
+    the node killed: dlcharts.cluster.faults.lose), and appended to ``lost`` for the restore."""
+
+    def lose(kube: Kube, namespace: str) -> dict[str, Any]:
+        pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+        name = victim(pods)
+        nodes = {str(p["metadata"]["name"]): (p.get("spec") or {}).get("nodeName") for p in pods}
+        node = nodes.get(name or "")
+        if not node:
+            return {"victim": name, "error": "the victim has no node"}
+        lost.append(faults.real_node(handle.state_dir, handle.name, node))
+        faults.lose(lost[-1])
+        return {"victim": name, "node": node, "pods_on_node": sorted(p for p, n in nodes.items() if n == node)}
+
+    return lose
+
+
+def missing_image(image: str) -> str:
+    return f"{image.rsplit(':', 1)[0]}:bench-missing"
+
+
+def break_worker_image(resource: dict[str, Any]) -> None:
+    """The fault ``image-missing`` in an operator's job: its workers' image (not the PyTorchJob's Master's nor
+    the MPIJob's launcher's; a TrainJob's nodes are one role) names a tag the registry does not have."""
+    spec = resource["spec"]
+    if resource["kind"] == "TrainJob":
+        spec["trainer"]["image"] = missing_image(spec["trainer"]["image"])
+        return
+    replicas = next(v for k, v in spec.items() if k.endswith("ReplicaSpecs"))
+    container = replicas["Worker"]["template"]["spec"]["containers"][0]
+    container["image"] = missing_image(container["image"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """A failure case: the jobs it runs in; our chart's values for it (also in the render the operators' jobs are
+    made from); ``at_step``: injected at the first training step (else made into the job from its create, by
+    ``breaks`` for an operator's job)."""
+
+    jobs: tuple[str, ...]
+    helm_args: dict[str, tuple[str, ...]]
+    at_step: bool = True
+    breaks: Callable[[dict[str, Any]], None] | None = None
+    #: our chart's values for it that the operators' jobs do not take (ours only)
+    ours_args: tuple[str, ...] = ()
+
+
+#: each run must outlast a fault injected at its first step
+_LONG: dict[str, tuple[str, ...]] = {
+    "pytorch": ("--set", "benchmark.steps=200"),
+    "horovod": ("--set", "benchmark.iterations=100"),
+}
+FAULTS: dict[str, Fault] = {
+    "worker-deleted": Fault(("pytorch", "horovod"), _LONG),
+    "node-lost": Fault(("pytorch", "horovod"), _LONG),
+    # our start watch ends a release whose pod has not started peerWait.timeoutSeconds after its Job (default 900
+    # s): 120 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)
+    "image-missing": Fault(("pytorch", "horovod"), {}, at_step=False, breaks=break_worker_image,
+                           ours_args=("--set", "roles.worker.image.tag=bench-missing",
+                                      "--set", "peerWait.timeoutSeconds=120")),
+    # every rank exits 3 at once, so mpirun (horovodrun for ours) fails: the launcher's retries and the verdict
+    "launcher-failing": Fault(("horovod",), {"horovod": ("--set-json", 'horovod.command=["python", "-c", '
+                                                        '"raise SystemExit(3)"]')}, at_step=False),
+}  # fmt: skip
 
 
 def run_operator(
     kube: Kube, job_name: str, job: Job, system: str, registry: str, cap: float, extra: tuple[str, ...] = (),
-    fault: bool = False,
+    fault: Fault | None = None, inject: Inject | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """One job on ``system``; with ``fault``, a worker is deleted at its first training step and the times that
-    follow are from the fault."""
+    """One job on ``system``; with ``fault``, the times that follow are from the fault: ``inject`` at its first
+    training step, or the create for a fault made into the job (``Fault.breaks``)."""
     namespace = f"bench-{system}-{job.chart}-{uuid.uuid4().hex[:6]}"
     run.push_images(job.chart, registry, lambda _line: None)
     docs = render(job.chart, run.cpu_values(job.chart, registry), (*job.helm_args, *extra), namespace)
     name = "bench"
     resource = operator_job(job_name, system, docs, name, job.workers)
+    if fault is not None and fault.breaks:
+        fault.breaks(resource)
     api = kube.resource_for(resource["apiVersion"], resource["kind"])
     before = common.load()
     # no Pod Security level: the operators' own containers (the PyTorchJob workers' init container) meet none
@@ -300,7 +440,7 @@ def run_operator(
     if resp.status != 201:
         raise SystemExit(f"{resource['kind']} refused: {resp.doc}")
     first_step: float | None = None
-    faulted: tuple[str | None, float] | None = None
+    faulted: dict[str, Any] | None = None if fault is None or inject else {"at": started}
     verdict: tuple[str, str] | None = None
     verdict_at = ended_at = None
     pods: list[Any] = []
@@ -312,8 +452,8 @@ def run_operator(
                     log = kube.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log")
                     if isinstance(log.doc, str) and re.search(job.step, log.doc):
                         first_step = time.monotonic() - started
-                        if fault:
-                            faulted = (delete_worker(kube, namespace), time.monotonic())
+                        if inject is not None:
+                            faulted = {**inject(kube, namespace), "at": time.monotonic()}
                         break
         if verdict is None:
             verdict = _verdict(kube.get(api.path(namespace, name)))
@@ -333,15 +473,15 @@ def run_operator(
     left = left_objects(kube, namespace)
     events = kube.items(f"/api/v1/namespaces/{namespace}/events")
     delete_namespace(kube, namespace)
-    faults = {}
+    outcome = {}
     if faulted is not None:
-        at = faulted[1]
-        faults = {"victim": faulted[0], "verdict_after_fault_s": round(verdict_at - at, 1) if verdict_at else None,
-                  "ended_after_fault_s": round(ended_at - at, 1) if ended_at else None,
-                  "pods_made": pods_created(events),
-                  "events": sorted({str(e.get("reason")) for e in events})}  # fmt: skip
+        at = faulted.pop("at")
+        outcome = {**faulted, "verdict_after_fault_s": round(verdict_at - at, 1) if verdict_at else None,
+                   "ended_after_fault_s": round(ended_at - at, 1) if ended_at else None,
+                   "pods_made": pods_created(events), "pods_left_running": sum(_running(p) for p in pods),
+                   "events": sorted({str(e.get("reason")) for e in events})}  # fmt: skip
     return {
-        **faults,
+        **outcome,
         "system": system,
         "kind": resource["kind"],
         "ok": bool(verdict and verdict[0] == "Succeeded"),
@@ -358,12 +498,14 @@ def run_operator(
     }
 
 
-def fault_ours(kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float) -> dict[str, Any]:
-    """Our chart with a worker deleted at the first training step (bench.node_faults' way: ``dlcharts run``'s job,
-    the fault from its log)."""
+def fault_ours(
+    kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float, inject: Inject | None,
+    spread: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Our chart with a fault (bench.node_faults' way: ``dlcharts run``'s job, the step from its log): ``inject`` at
+    the first training step, or, without it, a fault that ``extra`` made into the release, timed from the install."""
     import threading
 
-    from dlcharts.helm import find_helm
     from dlcharts.install import Release
 
     namespace = f"fault-ours-{uuid.uuid4().hex[:6]}"
@@ -371,34 +513,40 @@ def fault_ours(kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...]
     run.push_images(job.chart, registry, lambda _line: None)
     found: dict[str, Any] = {}
 
-    def inject() -> None:
+    def injecting() -> None:
         with Kube.from_kubeconfig(kubeconfig) as kube:
-            found["victim"], found["at"] = delete_worker(kube, namespace), time.monotonic()
+            assert inject is not None
+            found.update(inject(kube, namespace), at=time.monotonic(), at_wall=time.time())
 
     def write(line: str) -> None:
-        if "injecting" not in found and re.search(job.step, line):
+        if inject is not None and "injecting" not in found and re.search(job.step, line):
             found["injecting"] = True
-            threading.Thread(target=inject, daemon=True).start()
+            threading.Thread(target=injecting, daemon=True).start()
 
     with Kube.from_kubeconfig(kubeconfig) as kube:
         run.prepare_namespace(kube, namespace, path, write=lambda _line: None)
         release = Release(find_helm(), kubeconfig, "bench", namespace)
-        values = run.cpu_values(job.chart, registry)
+        values = run.cpu_values(job.chart, registry, spread=spread)
+        if inject is None:
+            found.update(at=time.monotonic(), at_wall=time.time())
         result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
         ended = time.monotonic()
+        verdict_at = jobs_verdict(kube, namespace)
         events = kube.items(f"/api/v1/namespaces/{namespace}/events")
+        left_running = sum(_running(p) for p in kube.items(f"/api/v1/namespaces/{namespace}/pods"))
         delete_namespace(kube, namespace)
-    at = found.get("at")
-    settled = None if result.settled_seconds is None or at is None else result.settled_seconds
+    at, at_wall = found.pop("at", None), found.pop("at_wall", None)
+    found.pop("injecting", None)
     return {
+        **found,
         "system": "ours",
         "kind": job.chart,
         "ok": result.ok,
         "verdict": "Succeeded" if result.ok else ("none (cap)" if "running" in result.jobs.values() else "Failed"),
-        "victim": found.get("victim"),
-        "verdict_after_fault_s": round(ended - at, 1) if at else None,
-        "ended_after_fault_s": None if settled is None or at is None else round(ended - at + settled, 1),
+        "verdict_after_fault_s": round(verdict_at.timestamp() - at_wall, 1) if verdict_at and at_wall else None,
+        "ended_after_fault_s": round(ended - at, 1) if at and not left_running else None,
         "pods_made": pods_created(events),
+        "pods_left_running": left_running,
         "events": sorted({str(e.get("reason")) for e in events}),
         "problem": result.problem.splitlines()[0] if result.problem else "",
     }
@@ -542,27 +690,29 @@ def real_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
     ]  # fmt: skip
 
 
-def merged(block_id: str, new: list[list[Any]]) -> list[list[Any]]:
-    """The rows of table ``block_id`` in section 16 with ``new`` in place of those of the same job and system (a
-    rerun of some keeps the others), by job and then in the order of SYSTEMS."""
+def merged(block_id: str, new: list[list[Any]], key: int) -> list[list[Any]]:
+    """The rows of table ``block_id`` in section 16 with ``new`` in place of those with the same first ``key``
+    cells (a rerun of some keeps the others; rows of an older layout, of another width, go), sorted by those cells,
+    the systems in the order of SYSTEMS."""
     path = model.path_of(SECTION)
     old: list[list[Any]] = []
     if path.is_file():
         old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == block_id), [])
-    rows = model.merge_rows(old, new, key=2)
-    text = 0 if block_id == "scale" else 1  # the column naming the system
-    order = {system: i for i, system in enumerate(SYSTEMS)}
-    rows.sort(key=lambda r: (str(r[0 if text else 1]), order.get(str(r[text]).split(" ")[0], 9)))
+    width = len(new[0]) if new else None
+    rows = model.merge_rows([r for r in old if width is None or len(r) == width], new, key=key)
+    order = {system: f"~{i}" for i, system in enumerate(SYSTEMS)}  # a system sorts by its place in SYSTEMS
+    rows.sort(key=lambda r: [order.get(str(c).split(" ")[0], f"{c:>9}" if isinstance(c, int) else str(c))
+                             for c in r[:key]])  # fmt: skip
     return rows
 
 
 def report_real(runs: list[dict[str, Any]]) -> None:
     caption = (
-        "`python -m bench.operators real` on one embedded cluster with 1 real node (2 CPU cores shared with other "
-        "work: see the load column), one run after another; the operators' jobs run our chart's program, image "
+        "`python -m bench.operators real` on one embedded cluster with 2 real nodes (on one machine: 2 CPU cores, "
+        "see the load column), one run after another; the operators' jobs run our chart's program, image "
         "and resources. Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
     )
-    block = model.table("real", REAL_COLUMNS, merged("real", real_rows(runs)), caption=caption)
+    block = model.table("real", REAL_COLUMNS, merged("real", real_rows(runs), key=2), caption=caption)
     model.update(SECTION, [block], title=TITLE, by="`python -m bench.operators`")
     results.write()
 
@@ -597,7 +747,7 @@ def report_scale(runs: list[dict[str, Any]]) -> None:
         "fresh cluster of its own with only its operator; CPU and memory count the API server, etcd, "
         "controller-manager, scheduler, kwok and the operator."
     )
-    block = model.table("scale", SCALE_COLUMNS, merged("scale", scale_rows(runs)), caption=caption)
+    block = model.table("scale", SCALE_COLUMNS, merged("scale", scale_rows(runs), key=2), caption=caption)
     blocks = [block]
     done = [r for r in runs if "error" not in r and "running" in r["seconds"]]
     if done:
@@ -618,25 +768,29 @@ def report_scale(runs: list[dict[str, Any]]) -> None:
 
 FAULT_COLUMNS = [
     model.column("case", align="left"),
+    model.column("job", align="left"),
     model.column("system", align="left"),
     model.column("verdict", align="left"),
     model.column("verdict after fault s", "{}"),
     model.column("every pod ended after fault s", "{}"),
     model.column("pods created", "{}"),
+    model.column("pods still running at the end", "{}"),
 ]
 
 
-def report_faults(runs: list[dict[str, Any]], steps: int) -> None:
-    """The fault table of section 16 (rows of the same case and system replaced)."""
-    case = f"worker deleted (PyTorch DDP, {JOBS['pytorch'].workers} workers, {steps} steps)"
-    rows = [[case, f"{r['system']} ({r['kind']})", r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"],
-             r["pods_made"]] for r in runs]  # fmt: skip
+def report_faults(runs: list[dict[str, Any]]) -> None:
+    """The fault table of section 16 (rows of the same case, job and system replaced)."""
+    rows = [[r["case"], f"{r['job']} ({JOBS[r['job']].workers} workers)", f"{r['system']} ({r['kind']})",
+             r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"], r["pods_made"],
+             r["pods_left_running"]] for r in runs]  # fmt: skip
     caption = (
-        "`python -m bench.operators faults`: at the first training step one worker pod that is not rank 0 is deleted "
-        "(grace period 0); each system's defaults (our Jobs' backoffLimitPerIndex 3; the operators' restartPolicy "
-        "OnFailure as their examples write it, Trainer's runtime as shipped)."
+        "`python -m bench.operators faults` on 2 real nodes: worker-deleted and node-lost at the first training "
+        "step (the pod of rank 1, or the MPIJob's worker-0, deleted with grace period 0, or its node lost); "
+        "image-missing (the workers' image tag absent; ours with peerWait.timeoutSeconds=120) and launcher-failing "
+        "(every rank exits 3) from the create. Each system's defaults otherwise; times from the fault, a run "
+        "capped at `--cap` seconds."
     )
-    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows), caption=caption)],
+    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows, key=3), caption=caption)],
                  title=TITLE, by="`python -m bench.operators`")  # fmt: skip
     results.write()
 
@@ -644,20 +798,32 @@ def report_faults(runs: list[dict[str, Any]], steps: int) -> None:
 def faults_main(args: argparse.Namespace) -> int:
     handle = EmbeddedCluster(ClusterConfig(name=args.cluster_name)).start()
     assert handle.images is not None, "the cluster runs without its real node"
-    job, extra = JOBS["pytorch"], ("--set", f"benchmark.steps={args.steps}")
+    registry, systems = handle.images.registry, args.systems.split(",")
     runs = []
     with Kube.from_kubeconfig(handle.kubeconfig) as kube:
-        for system in args.systems.split(","):
-            print(f"operators: worker deleted, pytorch on {system} ...", flush=True)
-            if system == "ours":
-                row = fault_ours(handle.kubeconfig, job, handle.images.registry, extra, args.cap)
-            else:
-                row = run_operator(kube, "pytorch", job, system, handle.images.registry, args.cap, extra, fault=True)
-            row.update(case="worker deleted", job="pytorch", workers=job.workers)
-            print(json.dumps(row), flush=True)
-            runs.append(row)
+        for case in args.cases.split(","):
+            fault = FAULTS[case]
+            for job_name in fault.jobs:
+                job, extra = JOBS[job_name], fault.helm_args.get(job_name, ())
+                for system in (s for s in job.systems if s in systems):
+                    print(f"operators: {case}, {job_name} on {system} ...", flush=True)
+                    lost: list[RealNode] = []
+                    inject = (node_loser(handle, lost) if case == "node-lost" else delete_worker) if fault.at_step \
+                        else None  # fmt: skip
+                    try:
+                        if system == "ours":
+                            row = fault_ours(handle.kubeconfig, job, registry, (*extra, *fault.ours_args), args.cap,
+                                             inject, spread=len(handle.real_nodes) > 1)  # fmt: skip
+                        else:
+                            row = run_operator(kube, job_name, job, system, registry, args.cap, extra, fault, inject)
+                    finally:
+                        for node in lost:
+                            faults.restore(node, handle.kubeconfig, 300)
+                    row.update(case=case, job=job_name, workers=job.workers)
+                    print(json.dumps(row), flush=True)
+                    runs.append(row)
     common.save("operators_faults", {"machine": common.machine(), "date": common.now(), "runs": runs})
-    report_faults(runs, args.steps)
+    report_faults(runs)
     return 0
 
 
@@ -674,12 +840,15 @@ def main(argv: list[str] | None = None) -> int:
                        "trainer")  # fmt: skip
     sized.add_argument("--workers", default="1000,5000")
     sized.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for every pod to run")
-    fault = sub.add_parser("faults", help="a worker deleted at the first training step (PyTorch DDP)")
-    fault.add_argument("--systems", default="ours,training-operator,trainer")
-    fault.add_argument("--steps", type=int, default=200, help="training steps (the run must outlast the fault)")
+    fault = sub.add_parser("faults", help="failure cases side by side: " + ", ".join(FAULTS))
+    fault.add_argument("--cases", default=",".join(FAULTS), help="of: " + ", ".join(FAULTS))
+    fault.add_argument("--systems", default=",".join(SYSTEMS), help="of: " + ", ".join(SYSTEMS))
     fault.add_argument("--cluster-name", default="ops")
     fault.add_argument("--cap", type=float, default=600.0)
     args = parser.parse_args(argv)
+    unknown = sorted(set(getattr(args, "cases", "").split(",")) - set(FAULTS) - {""})
+    if unknown:
+        parser.error(f"unknown case {', '.join(unknown)}; cases: {', '.join(FAULTS)}")
     if args.part == "faults":
         return faults_main(args)
     if args.part == "scale":

@@ -68,7 +68,7 @@ def renders() -> dict[str, list[dict[str, object]]]:
     return {
         name: bench_ops.render(job.chart, run.cpu_values(job.chart, "registry.test:5000"), job.helm_args, "ns")
         for name, job in bench_ops.JOBS.items()
-        if name in ("pytorch", "tensorflow")
+        if name in ("pytorch", "tensorflow", "horovod")
     }
 
 
@@ -95,3 +95,31 @@ def test_operator_jobs_run_our_program_without_our_wiring(renders: dict[str, lis
     assert train["spec"]["trainer"]["numNodes"] == 2 and train["spec"]["trainer"]["command"] == main["command"]
     pod = train["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
     assert pod["template"]["spec"]["template"]["spec"]["nodeSelector"] == {"dlcharts.io/node-type": "real"}
+
+
+def test_mpi_job_runs_our_ranks_through_the_operators_ssh(renders: dict[str, list[dict[str, object]]]) -> None:
+    job = bench_ops.operator_job("horovod", "mpi-operator", renders["horovod"], "bench", 2)
+    specs = job["spec"]["mpiReplicaSpecs"]
+    assert job["spec"]["sshAuthMountPath"] == "/root/.ssh" and specs["Worker"]["replicas"] == 2
+    launcher = specs["Launcher"]["template"]["spec"]
+    command = launcher["containers"][0]["command"]
+    assert command[:4] == ["mpirun", "--allow-run-as-root", "-np", "2"]
+    assert command[command.index("-x") + 2 :][:2] == ["python", "/opt/dl-charts/horovod_bench.py"]  # horovodrun's
+    assert launcher["securityContext"] == {"runAsUser": 0, "runAsGroup": 0}  # the image's user has no passwd entry
+    worker = specs["Worker"]["template"]["spec"]
+    assert "exec /usr/sbin/sshd -De -o HostKey=/root/.ssh/id_rsa" in worker["containers"][0]["command"][2]
+    for spec in (launcher, worker):  # our SSH setup, hostfile and passwd entry are gone: the operator makes its own
+        assert {v["name"] for v in spec.get("volumes") or []} <= {"shm", "tmp", "scripts"}
+        assert not [e for e in spec["containers"][0].get("env") or [] if e["name"].startswith(("MPI_", "OMPI_"))]
+
+
+def test_image_missing_breaks_only_the_workers_image(renders: dict[str, list[dict[str, object]]]) -> None:
+    torch = bench_ops.operator_job("pytorch", "training-operator", renders["pytorch"], "bench", 2)
+    bench_ops.break_worker_image(torch)
+    images = {role: spec["template"]["spec"]["containers"][0]["image"]
+              for role, spec in torch["spec"]["pytorchReplicaSpecs"].items()}  # fmt: skip
+    assert images == {"Master": "registry.test:5000/pytorch/pytorch:2.6.0-cpu",
+                      "Worker": "registry.test:5000/pytorch/pytorch:bench-missing"}  # fmt: skip
+    train = bench_ops.operator_job("pytorch", "trainer", renders["pytorch"], "bench", 2)
+    bench_ops.break_worker_image(train)
+    assert train["spec"]["trainer"]["image"].endswith(":bench-missing")
