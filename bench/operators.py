@@ -404,10 +404,10 @@ FAULTS: dict[str, Fault] = {
     "worker-deleted": Fault(("pytorch", "horovod"), _LONG),
     "node-lost": Fault(("pytorch", "horovod"), _LONG),
     # our start watch ends a release whose pod has not started peerWait.timeoutSeconds after its Job (default 900
-    # s): 120 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)
+    # s): 60 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)
     "image-missing": Fault(("pytorch", "horovod"), {}, at_step=False, breaks=break_worker_image,
                            ours_args=("--set", "roles.worker.image.tag=bench-missing",
-                                      "--set", "peerWait.timeoutSeconds=120")),
+                                      "--set", "peerWait.timeoutSeconds=60")),
     # every rank exits 3 at once, so mpirun (horovodrun for ours) fails: the launcher's retries and the verdict
     "launcher-failing": Fault(("horovod",), {"horovod": ("--set-json", 'horovod.command=["python", "-c", '
                                                         '"raise SystemExit(3)"]')}, at_step=False),
@@ -786,7 +786,7 @@ def report_faults(runs: list[dict[str, Any]]) -> None:
     caption = (
         "`python -m bench.operators faults` on 2 real nodes: worker-deleted and node-lost at the first training "
         "step (the pod of rank 1, or the MPIJob's worker-0, deleted with grace period 0, or its node lost); "
-        "image-missing (the workers' image tag absent; ours with peerWait.timeoutSeconds=120) and launcher-failing "
+        "image-missing (the workers' image tag absent; ours with peerWait.timeoutSeconds=60) and launcher-failing "
         "(every rank exits 3) from the create. Each system's defaults otherwise; times from the fault, a run "
         "capped at `--cap` seconds."
     )
