@@ -526,6 +526,7 @@ def fault_ours(
             found["injecting"] = True
             threading.Thread(target=injecting, daemon=True).start()
 
+    started = time.monotonic()
     with Kube.from_kubeconfig(kubeconfig) as kube:
         run.prepare_namespace(kube, namespace, path, write=lambda _line: None)
         release = Release(find_helm(), kubeconfig, "bench", namespace)
@@ -533,10 +534,14 @@ def fault_ours(
         if inject is None:
             found.update(at=time.monotonic(), at_wall=time.time())
         result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
-        ended = time.monotonic()
         verdict_at = jobs_verdict(kube, namespace)
+        while True:  # until every pod has ended (a failed launcher's workers stop through their watchdog), or the cap
+            left_running = sum(_running(p) for p in kube.items(f"/api/v1/namespaces/{namespace}/pods"))
+            if not left_running or time.monotonic() - found.get("at", started) > cap:
+                break
+            time.sleep(1.0)
+        ended = time.monotonic()
         events = kube.items(f"/api/v1/namespaces/{namespace}/events")
-        left_running = sum(_running(p) for p in kube.items(f"/api/v1/namespaces/{namespace}/pods"))
         delete_namespace(kube, namespace)
     at, at_wall = found.pop("at", None), found.pop("at_wall", None)
     found.pop("injecting", None)
@@ -545,7 +550,7 @@ def fault_ours(
         "system": "ours",
         "kind": job.chart,
         "ok": result.ok,
-        "verdict": "Succeeded" if result.ok else ("none (cap)" if "running" in result.jobs.values() else "Failed"),
+        "verdict": "Succeeded" if result.ok else ("Failed" if verdict_at else "none (cap)"),
         "verdict_after_fault_s": round(verdict_at.timestamp() - at_wall, 1) if verdict_at and at_wall else None,
         "ended_after_fault_s": round(ended - at, 1) if at and not left_running else None,
         "pods_made": pods_created(events),
