@@ -7,10 +7,9 @@ is in the _mpi*.tpl files, one subject each:
   _mpi_hosts.tpl     slots, ranks and the hostfile
   _mpi_ssh.tpl       the per-release SSH key Secret, ssh_config and sshd_config
   _mpi_pod.tpl       the ConfigMap, the mpi-setup init container, volumes, mounts, env and commands
-  _mpi_launcher.tpl  the launcher's wrapper script
   _mpi_validate.tpl  the MPI-specific validation
-The other MPI scripts (mpi-setup.sh, mpi-sshd.sh, discover_hosts.sh) are files in scripts/, rendered into
-_shell.tpl.
+The MPI scripts (mpi-setup.sh, mpi-sshd.sh, mpi-launcher.sh, discover_hosts.sh) are files in scripts/, rendered
+into _shell.tpl.
 
 Values the helpers read (every MPI chart has this block; see the charts' values.yaml):
   mpi:

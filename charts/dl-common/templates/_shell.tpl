@@ -45,6 +45,159 @@ printf '%s\n' "$found" | awk 'NF { print $1 ":" $3 }' | sort -V
 {{- end -}}
 
 {{/*
+dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <command...>` on the launcher:
+1. waits (bounded by MPI_WAIT_TIMEOUT, logging every MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN (default:
+   all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on timeout
+   it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
+2. leaves a marker unique to this launcher attempt in every worker's SSH dir (<ssh dir>/mpi-run, an
+   emptyDir, so a replaced worker pod has none), unless the run is elastic (MPI_WAIT_MIN set);
+3. runs the command (signals are passed on);
+4. on success checks that every worker still holds the marker: one that does not (replaced) or cannot be
+   reached (lost) means ranks were lost although the command exited 0 (Open MPI 5's prterun does so after
+   losing a daemon), and the launcher exits 1 naming the workers, leaving them up for a launcher retry;
+   otherwise it releases every worker over SSH (they exit 0 and free their GPUs at once). On failure it
+   leaves them up for a launcher retry (their watchdog stops them once the launcher is gone for good);
+5. exits with the command's status (1 after lost workers).
+Source: scripts/mpi-launcher.sh.
+*/}}
+{{- define "dl-common.mpi.launcherScript" -}}
+#!/bin/sh
+# mpi-launcher: waits for the MPI workers, runs the launcher command, checks and releases the workers (dl-charts)
+set -u
+say() { echo "mpi-launcher: $*"; }
+die() { echo "mpi-launcher: ERROR: $*" >&2; exit 1; }
+last() { printf '%s\n' "$1" | tr -d '\r' | sed '/^[[:space:]]*$/d' | tail -n 1; }
+[ "$#" -gt 0 ] || die "no command given"
+trap 'say "terminated while waiting for the workers"; exit 143' TERM INT
+command -v ssh >/dev/null 2>&1 || die "this image has no ssh client; MPI launchers need openssh-client"
+[ -r "$MPI_SSH_DIR/config" ] || die "$MPI_SSH_DIR/config is missing; the mpi-setup init container did not run"
+if [ "${MPI_LAUNCHER_SSHD:-false}" = true ]; then
+  say "this launcher also runs ranks: starting its own sshd"
+  sh /etc/mpi/mpi-sshd.sh &
+fi
+hosts=""
+for g in $MPI_PEER_GROUPS; do
+  job="${g%:*}"; n="${g##*:}"; i=0
+  while [ "$i" -lt "$n" ]; do hosts="$hosts $job-$i.$MPI_PEER_DOMAIN"; i=$((i + 1)); done
+done
+total=$(echo $hosts | wc -w)
+need="${MPI_WAIT_MIN:-$total}"
+[ "$need" -gt "$total" ] && need=$total
+why=""
+probe() {
+  if ! getent hosts "$1" >/dev/null 2>&1; then why="does not resolve (pod not running yet)"; return 1; fi
+  out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=1 "$1" true 2>&1) && return 0
+  rc=$?
+  msg=$(last "$out")
+  why="resolves, but ssh fails (exit $rc): ${msg:-no message, read the sshd log of the worker}"
+  return 1
+}
+# on_workers <function>: runs "<function> <host>" for every worker, 32 at a time, and prints what they print
+on_workers() {
+  k=0
+  for h in $hosts; do
+    "$1" "$h" </dev/null &
+    k=$((k + 1))
+    [ $((k % 32)) -eq 0 ] && wait
+  done
+  wait
+}
+say "waiting up to ${MPI_WAIT_TIMEOUT}s until $need of $total worker(s) resolve and accept SSH on port $MPI_SSH_PORT"
+start=$(date +%s)
+pending="$hosts"
+ready=0
+while :; do
+  left=""; first=""; firstwhy=""
+  for h in $pending; do
+    if probe "$h"; then
+      ready=$((ready + 1))
+    else
+      left="$left $h"
+      [ -z "$first" ] && { first="$h"; firstwhy="$why"; }
+    fi
+  done
+  pending="$left"
+  elapsed=$(( $(date +%s) - start ))
+  if [ "$ready" -ge "$need" ]; then
+    say "$ready of $total worker(s) accept SSH (after ${elapsed}s)"
+    break
+  fi
+  if [ "$elapsed" -ge "$MPI_WAIT_TIMEOUT" ]; then
+    echo "mpi-launcher: ERROR: after ${elapsed}s only $ready of $total worker(s) accept SSH (need $need). Not ready:" >&2
+    k=0
+    for h in $pending; do
+      k=$((k + 1))
+      if [ "$k" -gt 20 ]; then echo "  ... and $(( $(echo $pending | wc -w) - 20 )) more" >&2; break; fi
+      probe "$h" || echo "  $h: $why" >&2
+    done
+    echo "mpi-launcher: 'does not resolve': the worker pod has no IP yet (pending, pulling, failed): kubectl get pods -l app.kubernetes.io/instance=$MPI_RELEASE,app.kubernetes.io/component=worker and the pods' events. 'ssh fails': read the worker's log (sshd). Raise mpi.waitForWorkers.timeoutSeconds, or enable gang scheduling (gang.scheduler) so that all pods start together." >&2
+    exit 1
+  fi
+  say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
+  sleep "$MPI_WAIT_INTERVAL" &
+  wait $!
+done
+# The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
+# let the run pass as a success, and Open MPI 5's prterun exits 0 after "PRTE has lost communication with a
+# remote daemon". Elastic runs (MPI_WAIT_MIN set: Horovod elastic) are left out: there workers leave and join
+# by design, the program carries on with the others, and its own exit status is the verdict.
+marker="$MPI_SSH_DIR/mpi-run"
+token=""
+if [ -z "${MPI_WAIT_MIN:-}" ]; then
+  token=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || token=""
+  [ -n "$token" ] || token="$(hostname 2>/dev/null)-$$-$(date +%s)"
+  mark() {
+    out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$1" "echo '$token' > '$marker'" 2>&1) ||
+      echo "  $1: $(last "$out")"
+  }
+  unmarked=$(on_workers mark)
+  [ -z "$unmarked" ] || die "could not leave the run marker $marker on every worker (a worker that vanished after accepting SSH?); the launcher Job's retry waits for the workers again:
+$unmarked"
+fi
+# lost <host>: prints why the worker no longer holds this run's marker; nothing when it does
+lost() {
+  out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=3 "$1" "echo \"marker=\$(cat '$marker' 2>/dev/null)\"" 2>&1)
+  rc=$?
+  seen=$(printf '%s\n' "$out" | sed -n 's/^marker=//p' | tail -n 1)
+  if [ "$rc" -ne 0 ]; then
+    echo "  $1: cannot be reached over SSH (exit $rc: $(last "$out")): its pod is gone or not running again yet"
+  elif [ "$seen" != "$token" ]; then
+    echo "  $1: has no marker of this run: its pod was replaced (a new pod, whose ssh dir is empty)"
+  fi
+}
+say "running: $*"
+"$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+rc=0
+wait "$child" || rc=$?
+while kill -0 "$child" 2>/dev/null; do rc=0; wait "$child" || rc=$?; done
+if [ "$rc" -ne 0 ]; then
+  say "the command failed with exit status $rc; the workers stay up for a retry of the launcher and stop through their watchdog once it is gone for good"
+  exit "$rc"
+fi
+if [ -n "$token" ]; then
+  gone=$(on_workers lost)
+  if [ -n "$gone" ]; then
+    echo "mpi-launcher: ERROR: the command exited 0, but worker(s) were replaced or lost during the run, so ranks were lost (Open MPI 5's prterun, for one, exits 0 after losing a daemon):
+$gone
+mpi-launcher: failing this launcher attempt (exit 1); the workers stay up for a retry of the launcher (roles.launcher.job.backoffLimitPerIndex), which runs the command again on the current workers" >&2
+    exit 1
+  fi
+  say "the command succeeded and all $total worker(s) ran it to the end; releasing them"
+else
+  say "the command succeeded; releasing the $total worker(s)"
+fi
+release() {
+  out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$1" "touch '$MPI_SSH_DIR/mpi-done'" 2>&1) ||
+    echo "mpi-launcher: WARNING: could not release $1 (its watchdog stops it): $(last "$out")" >&2
+}
+on_workers release
+say "done (a worker that missed the release stops through its watchdog once this launcher is gone)"
+exit 0
+{{- end -}}
+
+{{/*
 dl-common.mpi.setupScript: POSIX sh of the mpi-setup init container: copies the SSH key and configs from
 the Secret (/etc/mpi-secret) and ConfigMap (/etc/mpi) into MPI_SSH_DIR with mode 0600, owned by the
 pod's uid, and for a non-root uid writes /mpi-etc/passwd and /mpi-etc/group (see "Identity" above).

@@ -79,3 +79,73 @@ def test_a_script_without_its_define_name_is_refused(library):
     proc = build(library)
     assert proc.returncode == 2
     assert "its first '#:' line must start with the define's name and a colon" in proc.stderr
+
+
+# The MPI launcher's wrapper, run by dash (what /bin/sh is on Debian images) against fake `ssh` and `getent`:
+# each worker is a folder standing for its pod's ssh dir (an emptyDir), which the fake ssh reaches while it
+# exists. A test's command stands for mpirun and changes the workers the way a deleted pod does.
+FAKE_SSH = """#!/bin/sh
+while [ "$1" = -o ]; do shift 2; done
+host="$1"; shift
+[ -d "$WORKERS/$host" ] || { echo "ssh: connect to host $host port 2222: Connection refused" >&2; exit 255; }
+exec sh -c "$(printf '%s' "$*" | sed "s|$MPI_SSH_DIR|$WORKERS/$host|g")"
+"""
+FAKE_GETENT = '#!/bin/sh\n[ -d "$WORKERS/$2" ] && echo "10.0.0.1 $2"\n'
+HOSTS = ["rel-worker-0.rel.ns.svc", "rel-worker-1.rel.ns.svc"]
+
+
+def launch(tmp_path: Path, command: str, **env: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    bin_dir, workers, own = tmp_path / "bin", tmp_path / "workers", tmp_path / "launcher"
+    for folder in (bin_dir, own, *(workers / host for host in HOSTS)):
+        folder.mkdir(parents=True)
+    (own / "config").write_text("")
+    for name, text in (("ssh", FAKE_SSH), ("getent", FAKE_GETENT)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    variables = {"PATH": f"{bin_dir}:/usr/bin:/bin", "WORKERS": str(workers), "MPI_SSH_DIR": str(own),
+                 "MPI_SSH_PORT": "2222", "MPI_PEER_GROUPS": "rel-worker:2", "MPI_PEER_DOMAIN": "rel.ns.svc",
+                 "MPI_WAIT_TIMEOUT": "5", "MPI_WAIT_INTERVAL": "1", "MPI_RELEASE": "rel", **env}  # fmt: skip
+    script = LIBRARY / "scripts" / "mpi-launcher.sh"
+    proc = subprocess.run(["dash", str(script), "sh", "-c", command], env=variables, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+    return proc, workers
+
+
+def released(workers: Path) -> list[bool]:
+    return [(workers / host / "mpi-done").exists() for host in HOSTS]
+
+
+def test_the_mpi_launcher_releases_the_workers_it_ran_on(tmp_path):
+    proc, workers = launch(tmp_path, "exit 0")
+    assert proc.returncode == 0, proc.stderr
+    assert "the command succeeded and all 2 worker(s) ran it to the end; releasing them" in proc.stdout
+    assert released(workers) == [True, True]
+
+
+REPLACED = f'rm -r "$WORKERS/{HOSTS[1]}" && mkdir "$WORKERS/{HOSTS[1]}"'  # a new pod, a new emptyDir
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        (REPLACED, "has no marker of this run: its pod was replaced"),
+        (f'rm -r "$WORKERS/{HOSTS[1]}"', "cannot be reached over SSH (exit 255: ssh: connect to host"),
+    ],
+)
+def test_the_mpi_launcher_fails_a_run_that_lost_a_worker_although_the_command_exited_0(tmp_path, command, why):
+    proc, workers = launch(tmp_path, f"{command} && exit 0")
+    assert proc.returncode == 1, proc.stdout
+    assert "the command exited 0, but worker(s) were replaced or lost during the run" in proc.stderr
+    assert "Open MPI 5's prterun, for one, exits 0 after losing a daemon" in proc.stderr
+    assert f"  {HOSTS[1]}: {why}" in proc.stderr and HOSTS[0] not in proc.stderr
+    assert not (workers / HOSTS[0] / "mpi-done").exists()  # the survivor stays up for the launcher's retry
+
+
+def test_the_mpi_launcher_leaves_elastic_runs_and_failures_as_they_are(tmp_path):
+    proc, workers = launch(tmp_path / "elastic", f"{REPLACED} && exit 0", MPI_WAIT_MIN="1")
+    assert proc.returncode == 0, proc.stderr
+    assert released(workers) == [True, True]
+    proc, workers = launch(tmp_path / "failed", "exit 3")
+    assert proc.returncode == 3
+    assert "the command failed with exit status 3" in proc.stdout
+    assert released(workers) == [False, False]
