@@ -657,16 +657,15 @@ def scale(systems: list[str], sizes: list[int], timeout: float) -> list[dict[str
         config = ClusterConfig(name=f"ops-scale-{system}"[:20], node_pools=(pool,), pod_run_seconds=3600,
                                start_timeout=900, real_node=False, addons=addons)  # fmt: skip
         cluster = EmbeddedCluster(config)
-        cluster.stop()
-        try:
-            handle = cluster.start()
-            for workers in sizes:
-                try:
-                    runs.append(scale_one(handle, system, workers, timeout))
-                except Exception as exc:  # noqa: BLE001 - recorded: where a system cannot reach a size
-                    runs.append({"system": system, "workers": workers, "error": f"{type(exc).__name__}: {exc}"})
-        finally:
+        for workers in sizes:  # a fresh cluster for each size: the GPUs free, the peak memory of that size alone
             cluster.stop()
+            try:
+                runs.append(scale_one(cluster.start(), system, workers, timeout))
+            except Exception as exc:  # noqa: BLE001 - recorded: where a system cannot reach a size
+                runs.append({"system": system, "workers": workers, "error": f"{type(exc).__name__}: {exc}"})
+            finally:
+                cluster.stop()
+            report_scale(runs[-1:])  # each size as it ends: a long series stopped halfway keeps what it measured
     return runs
 
 
@@ -864,7 +863,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.part == "scale":
         runs = scale(args.systems.split(","), [int(w) for w in args.workers.split(",")], args.timeout)
         common.save("operators_scale", {"machine": common.machine(), "date": common.now(), "runs": runs})
-        report_scale(runs)
         return 0 if all("error" not in r and "running" in r["seconds"] for r in runs) else 1
     systems = args.systems.split(",")
     unknown = sorted(set(systems) - set(SYSTEMS)) + sorted(set(args.jobs.split(",")) - set(JOBS))
