@@ -115,6 +115,8 @@ def one(
             run.cpu_values(chart, registry, spread=nodes > 1), helm_args, write=write,
         )  # fmt: skip
         release_ended = last_exit_after_first_job(kube, namespace)
+        done = [_when(j["status"]["completionTime"]) for j in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs")
+                if (j.get("status") or {}).get("completionTime")]  # fmt: skip
         all_started = last_main_start(kube, namespace)
         measured = measure(kube, namespace) if measure else {}
         delete_namespace(kube, namespace)
@@ -126,6 +128,9 @@ def one(
         "all_started_s": round((all_started - started_at).total_seconds(), 1) if all_started else None,
         "ok": result.ok,
         "wall_s": round(result.seconds, 1),
+        #: from the start until the last of the release's Jobs completed (the verdict; wall_s also counts the
+        #: settling and the log stream's end)
+        "verdict_s": round((max(done) - started_at).total_seconds(), 1) if result.ok and done else None,
         "first_step_s": round(first_step[0], 1) if first_step else None,
         "settled_s": None if result.settled_seconds is None else round(result.settled_seconds, 1),
         "last_exit_after_first_job_s": release_ended,
