@@ -503,7 +503,7 @@ def run_operator(
 
 def fault_ours(
     kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float, inject: Inject | None,
-    spread: bool = False,
+    spread: bool = False, api_server: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Our chart with a fault (bench.node_faults' way: ``dlcharts run``'s job, the step from its log): ``inject`` at
     the first training step, or, without it, a fault that ``extra`` made into the release, timed from the install."""
@@ -530,7 +530,7 @@ def fault_ours(
     with Kube.from_kubeconfig(kubeconfig) as kube:
         run.prepare_namespace(kube, namespace, path, write=lambda _line: None)
         release = Release(find_helm(), kubeconfig, "bench", namespace)
-        values = run.cpu_values(job.chart, registry, spread=spread)
+        values = run.cpu_values(job.chart, registry, spread=spread, api_server=api_server)
         if inject is None:
             found.update(at=time.monotonic(), at_wall=time.time())
         result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
@@ -808,7 +808,11 @@ def faults_main(args: argparse.Namespace) -> int:
     assert handle.images is not None, "the cluster runs without its real node"
     registry, systems = handle.images.registry, args.systems.split(",")
     runs = []
-    with Kube.from_kubeconfig(handle.kubeconfig) as kube:
+    # our releases with their start watch, as `dlcharts run` installs them (the real nodes' pods reach the API server
+    # through this relay)
+    assert handle.real_node is not None
+    relay = run.api_relay(handle.server, handle.state_dir, str(handle.real_node["ip"]))
+    with Kube.from_kubeconfig(handle.kubeconfig) as kube, relay as api_server:
         for case in args.cases.split(","):
             fault = FAULTS[case]
             for job_name in (j for j in fault.jobs if j in args.jobs.split(",")):
@@ -821,7 +825,8 @@ def faults_main(args: argparse.Namespace) -> int:
                     try:
                         if system == "ours":
                             row = fault_ours(handle.kubeconfig, job, registry, (*extra, *fault.ours_args), args.cap,
-                                             inject, spread=len(handle.real_nodes) > 1)  # fmt: skip
+                                             inject, spread=len(handle.real_nodes) > 1,
+                                             api_server=api_server)  # fmt: skip
                         else:
                             row = run_operator(kube, job_name, job, system, registry, args.cap, extra, fault, inject)
                     finally:
