@@ -534,13 +534,13 @@ def fault_ours(
         if inject is None:
             found.update(at=time.monotonic(), at_wall=time.time())
         result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
-        verdict_at = jobs_verdict(kube, namespace)
         while True:  # until every pod has ended (a failed launcher's workers stop through their watchdog), or the cap
             left_running = sum(_running(p) for p in kube.items(f"/api/v1/namespaces/{namespace}/pods"))
             if not left_running or time.monotonic() - found.get("at", started) > cap:
                 break
             time.sleep(1.0)
         ended = time.monotonic()
+        verdict_at = jobs_verdict(kube, namespace)  # after the pods: the start watch's Jobs fail a moment after it
         events = kube.items(f"/api/v1/namespaces/{namespace}/events")
         delete_namespace(kube, namespace)
     at, at_wall = found.pop("at", None), found.pop("at_wall", None)
