@@ -384,12 +384,13 @@ def break_worker_image(resource: dict[str, Any]) -> None:
 @dataclasses.dataclass(frozen=True)
 class Fault:
     """A failure case: the jobs it runs in; our chart's values for it (also in the render the operators' jobs are
-    made from); ``at_step``: injected at the first training step (else made into the job from its create, by
+    made from); ``injector``: what makes the fault injected at the first training step, from the cluster and the
+    list of nodes to restore after the run (without one, the fault is made into the job from its create, by
     ``breaks`` for an operator's job)."""
 
     jobs: tuple[str, ...]
     helm_args: dict[str, tuple[str, ...]]
-    at_step: bool = True
+    injector: Callable[[ClusterHandle, list[RealNode]], Inject] | None = None
     breaks: Callable[[dict[str, Any]], None] | None = None
     #: our chart's values for it that the operators' jobs do not take (ours only)
     ours_args: tuple[str, ...] = ()
@@ -401,16 +402,16 @@ _LONG: dict[str, tuple[str, ...]] = {
     "horovod": ("--set", "benchmark.iterations=10"),  # about 70 s on this machine
 }
 FAULTS: dict[str, Fault] = {
-    "worker-deleted": Fault(("pytorch", "horovod"), _LONG),
-    "node-lost": Fault(("pytorch", "horovod"), _LONG),
+    "worker-deleted": Fault(("pytorch", "horovod"), _LONG, injector=lambda _handle, _lost: delete_worker),
+    "node-lost": Fault(("pytorch", "horovod"), _LONG, injector=node_loser),
     # our start watch ends a release whose pod has not started peerWait.timeoutSeconds after its Job (default 900
     # s): 60 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)
-    "image-missing": Fault(("pytorch", "horovod"), {}, at_step=False, breaks=break_worker_image,
+    "image-missing": Fault(("pytorch", "horovod"), {}, breaks=break_worker_image,
                            ours_args=("--set", "roles.worker.image.tag=bench-missing",
                                       "--set", "peerWait.timeoutSeconds=60")),
     # every rank exits 3 at once, so mpirun (horovodrun for ours) fails: the launcher's retries and the verdict
     "launcher-failing": Fault(("horovod",), {"horovod": ("--set-json", 'horovod.command=["python", "-c", '
-                                                        '"raise SystemExit(3)"]')}, at_step=False),
+                                                        '"raise SystemExit(3)"]')}),
 }  # fmt: skip
 
 
@@ -820,8 +821,7 @@ def faults_main(args: argparse.Namespace) -> int:
                 for system in (s for s in job.systems if s in systems):
                     print(f"operators: {case}, {job_name} on {system} ...", flush=True)
                     lost: list[RealNode] = []
-                    inject = (node_loser(handle, lost) if case == "node-lost" else delete_worker) if fault.at_step \
-                        else None  # fmt: skip
+                    inject = fault.injector(handle, lost) if fault.injector else None
                     try:
                         if system == "ours":
                             row = fault_ours(handle.kubeconfig, job, registry, (*extra, *fault.ours_args), args.cap,
