@@ -59,12 +59,16 @@ def _when(stamp: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def last_exit_after_first_job(kube: Kube, namespace: str) -> float | None:
-    """Seconds from the first of the release's Jobs to complete (the training role: workers, chief or
+def job_completions(kube: Kube, namespace: str) -> list[datetime.datetime]:
+    """When each completed Job of the release completed."""
+    return [_when(j["status"]["completionTime"]) for j in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs")
+            if (j.get("status") or {}).get("completionTime")]  # fmt: skip
+
+
+def last_exit_after_first_job(kube: Kube, namespace: str, done: list[datetime.datetime]) -> float | None:
+    """Seconds from the first of the release's Jobs to complete (``done``: the training role: workers, chief or
     launcher) until the last container of any pod exited: how long the other roles (parameter servers,
     schedulers, servers, sshd workers) held their nodes after the training ended."""
-    done = [_when(j["status"]["completionTime"]) for j in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs")
-            if (j.get("status") or {}).get("completionTime")]  # fmt: skip
     exits = [
         _when(state["terminated"]["finishedAt"])
         for pod in kube.items(f"/api/v1/namespaces/{namespace}/pods")
@@ -114,9 +118,8 @@ def one(
             kube, Release(find_helm(), kubeconfig, "bench", namespace), path,
             run.cpu_values(chart, registry, spread=nodes > 1), helm_args, write=write,
         )  # fmt: skip
-        release_ended = last_exit_after_first_job(kube, namespace)
-        done = [_when(j["status"]["completionTime"]) for j in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs")
-                if (j.get("status") or {}).get("completionTime")]  # fmt: skip
+        done = job_completions(kube, namespace)
+        release_ended = last_exit_after_first_job(kube, namespace, done)
         all_started = last_main_start(kube, namespace)
         measured = measure(kube, namespace) if measure else {}
         delete_namespace(kube, namespace)
