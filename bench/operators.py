@@ -860,9 +860,11 @@ def main(argv: list[str] | None = None) -> int:
     fault.add_argument("--cluster-name", default="ops")
     fault.add_argument("--cap", type=float, default=600.0)
     args = parser.parse_args(argv)
-    unknown = sorted(set(getattr(args, "cases", "").split(",")) - set(FAULTS) - {""})
+    known: dict[str, Any] = {"cases": FAULTS, "jobs": JOBS, "systems": SYSTEMS}
+    unknown = [f"{value} (--{option} of: {', '.join(known[option])})" for option in known
+               for value in getattr(args, option, "").split(",") if value and value not in known[option]]  # fmt: skip
     if unknown:
-        parser.error(f"unknown case {', '.join(unknown)}; cases: {', '.join(FAULTS)}")
+        parser.error(f"unknown {'; '.join(unknown)}")
     if args.part == "faults":
         return faults_main(args)
     if args.part == "scale":
@@ -870,9 +872,6 @@ def main(argv: list[str] | None = None) -> int:
         common.save("operators_scale", {"machine": common.machine(), "date": common.now(), "runs": runs})
         return 0 if all("error" not in r and "running" in r["seconds"] for r in runs) else 1
     systems = args.systems.split(",")
-    unknown = sorted(set(systems) - set(SYSTEMS)) + sorted(set(args.jobs.split(",")) - set(JOBS))
-    if unknown:
-        parser.error(f"unknown {', '.join(unknown)}; jobs: {', '.join(JOBS)}; systems: {', '.join(SYSTEMS)}")
     cluster = EmbeddedCluster(ClusterConfig(name=args.cluster_name))
     if not cluster.is_running():
         parser.error(f"cluster {args.cluster_name} does not run; start it with the operators (see --help)")
