@@ -16,9 +16,9 @@ help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 # The Debian packages: the real node's and the images' tools are listed once, in
-# src/dlcharts/cluster/host-packages.txt (what `dlcharts demo` and the cluster check before they start); the tests'
+# src/dlcharts/host/host-packages.txt (what `dlcharts demo` and the cluster check before they start); the tests'
 # and lint's are here. The one install step for `make demo`, `make test` and .ci/run: apt-get only what is missing.
-HOST_PACKAGES := src/dlcharts/cluster/host-packages.txt
+HOST_PACKAGES := src/dlcharts/host/host-packages.txt
 DEV_PACKAGES := gpg:gnupg shellcheck:shellcheck
 packages:  ## the Debian packages the real node, the local images, the tests and lint use (apt-get, as root; only what is missing)
 	@missing=$$( { awk '!/^#/ && NF {print $$1, $$2}' $(HOST_PACKAGES); printf '%s\n' $(DEV_PACKAGES) | tr : ' '; } | \

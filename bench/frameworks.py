@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The inovex talk's framework comparison, redone through our charts on the embedded cluster's real node (CPU).
 
-For each framework x model x worker count, one `dlcharts run`-style job (dlcharts.run.run_job: local image,
+For each framework x model x worker count, one `dlcharts run`-style job (dlcharts.jobs.run.run_job: local image,
 CPU values, real node) runs the framework's program from bench/training/ through the chart's `script` value:
 
   tensorflow  tensorflow-dist  chief=1, ps=1, worker=N; ParameterServerStrategy + ClusterCoordinator (async)
@@ -10,7 +10,7 @@ CPU values, real node) runs the framework's program from bench/training/ through
 
 Models (synthetic data of the talk's shapes): LeNet-5 on 1x28x28 images, 10 classes, batch 64; a 2-layer LSTM
 with 200 hidden units on word ids (vocabulary 10,000, 20 steps, batch 20: TensorFlow's PTB tutorial, small
-config). Every pod is limited to 1 CPU (dlcharts.run.CPU_DEFAULTS) and every framework to 1 thread per process.
+config). Every pod is limited to 1 CPU (dlcharts.jobs.run.CPU_DEFAULTS) and every framework to 1 thread per process.
 
 Writes every job's numbers to bench/data/raw/frameworks.json (committed: each worker's line, the load around
 each job), section 8 of bench/results.md (bench/data/08-frameworks.json) and bench/plots/frameworks.png, and
@@ -79,7 +79,7 @@ def release_name(framework: str, net: str, workers: int) -> str:
 
 
 def job_values(framework: str, net: str, workers: int, registry: str, seconds: float) -> dict[str, Any]:
-    from dlcharts import run
+    from dlcharts.jobs import run
 
     spec = FRAMEWORKS[framework]
     values = run.cpu_values(spec["chart"], registry)
@@ -93,9 +93,9 @@ def job_values(framework: str, net: str, workers: int, registry: str, seconds: f
 
 def measure(kube: Any, kubeconfig: Path, registry: str, framework: str, net: str, workers: int,
             seconds: float, namespace: str) -> dict[str, Any]:  # fmt: skip
-    from dlcharts import run
     from dlcharts.helm import find_helm
     from dlcharts.install import Release
+    from dlcharts.jobs import run
 
     spec = FRAMEWORKS[framework]
     chart = common.ROOT / "charts" / spec["chart"]
@@ -278,12 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         data = json.loads(OUT_JSON.read_text())
     else:
-        from dlcharts import run
         from dlcharts.cluster.config import ClusterConfig
         from dlcharts.cluster.embedded import EmbeddedCluster
         from dlcharts.helm import find_helm
         from dlcharts.install import Kube, Release
         from dlcharts.install.namespaces import create_namespace
+        from dlcharts.jobs import run
 
         handle = EmbeddedCluster(ClusterConfig(name=args.cluster_name)).start()
         if handle.images is None:

@@ -50,7 +50,7 @@ def _shared_digest(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dlcharts.cluster.registry import Registry
+    from dlcharts.host.registry import Registry
     from dlcharts.images import IMAGES, Builder
 
     parser = argparse.ArgumentParser()

@@ -32,12 +32,12 @@ from typing import Any
 
 from bench import common, model, results
 from bench.real_runs import SECTION, TITLE
-from dlcharts import run
 from dlcharts.cluster import ClusterConfig, faults
 from dlcharts.cluster.embedded import ClusterHandle, EmbeddedCluster
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
+from dlcharts.jobs import run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _first_failure(kube: Kube, namespace: str, since: float | None) -> list[Any]
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
             ended = (status.get("state") or {}).get("terminated") or {}
             if status["name"] == main and ended.get("exitCode") and ended.get("finishedAt"):
-                at = run._time(ended["finishedAt"]).timestamp() - since
+                at = run.parse_time(ended["finishedAt"]).timestamp() - since
                 if at > 0:
                     ends.append([round(at, 1), pod["metadata"]["name"]])
     return min(ends) if ends else None

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Our charts side by side with the training operators they replace (issue 33), on one embedded cluster whose
-add-ons are the operators (dlcharts.cluster.operators: the v1 training-operator, the MPI Operator, JobSet and
+add-ons are the operators (dlcharts.cluster.addons.operators: the v1 training-operator, the MPI Operator, JobSet and
 Kubeflow Trainer v2, each a process on this machine).
 
 ``real``: the same program, image and resources on the real node, one run after another:
@@ -57,13 +57,13 @@ from typing import Any
 import yaml
 
 from bench import common, model, real_runs, results
-from dlcharts import run
 from dlcharts.cluster import ClusterConfig, faults
 from dlcharts.cluster.embedded import ClusterHandle, EmbeddedCluster
 from dlcharts.cluster.node import RealNode
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube
 from dlcharts.install.namespaces import delete_namespace
+from dlcharts.jobs import run
 
 SECTION = "16-operators"
 TITLE = "Side by side with the training operators (issue 33)"

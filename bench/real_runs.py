@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import common, model, results
-from dlcharts import run
 from dlcharts.cluster import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
 from dlcharts.helm import find_helm
 from dlcharts.images import Builder
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
+from dlcharts.jobs import run
 
 #: what each chart runs (the same roles as the cluster tier's tests) and the log line of a training step
 CHARTS: dict[str, tuple[tuple[str, ...], str]] = {

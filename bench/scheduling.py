@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         report(name, saved)
         return 0
     from dlcharts.cluster import H100_LABELS, ClusterConfig, EmbeddedCluster, NodePool
-    from dlcharts.cluster.binaries import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION
+    from dlcharts.host.binaries import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION
 
     chart = Path(args.chart) if "/" in args.chart else CHARTS / args.chart
     if not (chart / "Chart.yaml").is_file():

@@ -26,8 +26,8 @@ from pathlib import Path
 import yaml
 
 from bench import common, model
-from dlcharts import sweep
 from dlcharts.helm import find_helm
+from dlcharts.jobs import sweep
 
 SECTION = "17-sweeps"
 TITLE = "Sweeps without an operator: the talk's Katib experiment on CPU (issue 35)"
@@ -65,7 +65,7 @@ def one(algorithm: str, cluster: str, out: Path) -> list[object]:
                     key=lambda t: t["value"])  # fmt: skip
     best = scored[0]
     median = statistics.median(t["value"] for t in scored)
-    params = ", ".join(f"{k}={sweep._text(v)}" for k, v in best["params"].items())
+    params = ", ".join(f"{k}={sweep.value_text(v)}" for k, v in best["params"].items())
     if (out / "loss.png").is_file():
         common.PLOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(out / "loss.png", common.PLOTS / f"sweep-{algorithm}.png")

@@ -151,9 +151,9 @@ def write_broken(text: str, dest: Path, share: float = 0.01, seed: int = 7) -> i
 def kubeconform_schemas(version: str = common.KUBE_VERSION) -> Path:
     """The strict schema set of Kubernetes ``version``, rewritten so kubeconform resolves its references from local
     files (build/bench/kubeconform-schemas/v<version>)."""
-    from dlcharts.schemas import _schema_root
+    from dlcharts.schemas import schema_root
 
-    src = _schema_root() / f"v{version}-local-strict"
+    src = schema_root() / f"v{version}-local-strict"
     dest = KC_SCHEMAS / f"v{version}"
     stamp = dest / ".source"
     marker = f"{src}\n{sum(p.stat().st_mtime_ns for p in src.glob('*.json'))}\n"
@@ -230,7 +230,7 @@ def ours_e2e(path: Path, engine: str, decoder: str = "server") -> dict[str, Any]
     from dlcharts.render import parse_manifest
 
     if engine == "python":
-        schemas._jsonschema_rs = None  # the pure-`jsonschema` engine (what ran before jsonschema-rs)
+        schemas.disable_fast_engine()
     server = render_server.server_for(find_helm()) if decoder == "server" else None
     if decoder == "server" and server is None:
         raise SystemExit("the render server does not run (build it: make tools)")
@@ -306,9 +306,9 @@ def engine_agreement(path: Path, count: int, seed: int = 11) -> dict[str, Any]:
                 parent[f"{last}x"] = 1
             elif isinstance(parent[last], str):
                 parent[last] += rng.choice(["\n", "-", "_", "A", " ", ".", "é"])
-        fast = schemas._fast_validator_for(schema_set, obj.key.api_version, obj.kind)
+        fast = schemas.fast_validator_for(schema_set, obj.key.api_version, obj.kind)
         reference = schemas.validator_for(schema_set, obj.key.api_version, obj.kind)
-        rs_ok = schemas._fast_is_valid(fast, body)
+        rs_ok = schemas.fast_is_valid(fast, body)
         py_ok = next(iter(reference.iter_errors(body)), None) is None
         key = (
             "agree" if rs_ok == py_ok else "rs_accepts_jsonschema_rejects" if rs_ok else "rs_rejects_jsonschema_accepts"

@@ -17,8 +17,8 @@ import json
 from importlib import resources
 from typing import Any
 
-from dlcharts.errors import SchemaError
 from dlcharts.findings import Finding
+from dlcharts.utils import kubeversion
 
 REMOVED = "removed-api"
 DEPRECATED = "deprecated-api"
@@ -80,14 +80,6 @@ def _release(text: str | None) -> Release | None:
     return int(major), int(minor)
 
 
-def _minor(kube_version: str) -> Release:
-    parts = kube_version.lstrip("v").split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        raise SchemaError(f"kube version {kube_version!r} is not of the form 1.N[.P]") from None
-
-
 @functools.cache
 def data() -> dict[str, Any]:
     """The packaged JSON as it is: "source", "modules" and "apis"."""
@@ -119,7 +111,7 @@ def verdict(api_version: str, kind: str, kube_version: str) -> Verdict | None:
     api = lifecycles().get((api_version, kind))
     if api is None:
         return None
-    target = _minor(kube_version)
+    target = kubeversion.minor(kube_version)
     if api.removed is not None and api.removed <= target:
         return Verdict(REMOVED, api, kube_version)
     if api.deprecated is not None and api.deprecated <= target:

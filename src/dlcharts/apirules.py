@@ -38,19 +38,15 @@ from dlcharts import checks, native
 from dlcharts.errors import ToolchainError
 from dlcharts.findings import format_path
 from dlcharts.pins import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
+from dlcharts.utils.kubeversion import minor_text
 
 NAME = native.VALIDATOR
 
 
-def minor(kube_version: str) -> str:
-    """ "v1.35.8" -> "1.35" """
-    return ".".join(kube_version.lstrip("v").split(".")[:2])
-
-
 #: the Kubernetes minor whose rules the default validator holds ("1.35")
-MINOR = minor(KUBERNETES_VERSION)
+MINOR = minor_text(KUBERNETES_VERSION)
 #: each minor a validator can be built for, and that validator's name in dlcharts.native's build table
-VALIDATORS = {MINOR: NAME, minor(OLDEST_KUBERNETES_VERSION): NAME + OLDEST}
+VALIDATORS = {MINOR: NAME, minor_text(OLDEST_KUBERNETES_VERSION): NAME + OLDEST}
 
 
 class ApiRules:
@@ -145,7 +141,7 @@ def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
     validator holds that minor's rules (recorded as ``checks.schemas_only``: information), or where it is not
     available in this install: not in this wheel, not built in this checkout, or it does not start (recorded as
     ``checks.not_run`` with the reason and what to do: a run that had it fails unless the author allows it)."""
-    version = minor(kube_version)
+    version = minor_text(kube_version)
     name = VALIDATORS.get(version)
     if name is None:
         checks.schemas_only(version)
@@ -166,7 +162,7 @@ def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
 def crd_rules_not_run(crd: str, kube_version: str, reason: str) -> None:
     """Record (dlcharts.checks) that the rules of CustomResourceDefinition ``crd`` that its JSON schema cannot say
     (x-kubernetes-validations, list-type map/set keys) were not checked at ``kube_version``'s minor, and why."""
-    version = minor(kube_version)
+    version = minor_text(kube_version)
     checks.not_run(f"the CEL and list-type rules of CRD {crd}", version, VALIDATORS.get(version, NAME), reason)
 
 

@@ -1,5 +1,5 @@
 """Go builds of pinned binaries into a cache keyed by version: the machinery under two tables, the harness's helpers
-(dlcharts.native) and the embedded cluster's binaries (dlcharts.cluster.binaries).
+(dlcharts.native) and the embedded cluster's binaries (dlcharts.host.binaries).
 
 A binary lives at ``<folder>/<name>-<version>[-<goos>-<goarch>]/<name>``, where the folder is ``$DLCHARTS_CACHE/bin``,
 or the tools folder (dlcharts.toolchain.tools_dir) for the harness's helpers; ``NAME@oldest`` is built at the
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -36,7 +35,9 @@ from pathlib import Path
 from typing import TextIO
 
 from dlcharts.errors import ToolchainError
-from dlcharts.toolchain import cache_root, sha256_of, tools_dir
+from dlcharts.toolchain import cache_root, tools_dir
+from dlcharts.utils.digest import sha256_file
+from dlcharts.utils.flock import locked
 from dlcharts.waiting import TICK_SECONDS, duration, wait_process
 
 PREFIX = "dlcharts build: "
@@ -275,7 +276,7 @@ def source_hash(root: Path, *folders: str) -> str:
             prefix = folder if rel == "." else f"{folder}/{rel}"
             regular = (n for n in names if not (Path(parent) / n).is_symlink() and (Path(parent) / n).is_file())
             files += [f"{prefix}/{name}" for name in regular]
-    listing = "".join(f"{sha256_of(root / f)}  {f}\n" for f in sorted(files))
+    listing = "".join(f"{sha256_file(root / f)}  {f}\n" for f in sorted(files))
     return hashlib.sha256(listing.encode()).hexdigest()[:12]
 
 
@@ -306,7 +307,7 @@ def cached(spec: Spec, path: Path, *, cross: bool = False, out: TextIO | None = 
         with contextlib.suppress(OSError):
             if executable and verified.read_text().rstrip("\n") == f"{_stamp(path)} {recorded}":
                 return True
-        if executable and sha256_of(path) == recorded:
+        if executable and sha256_file(path) == recorded:
             with contextlib.suppress(OSError):
                 partial = verified.with_name(f"{verified.name}.{os.getpid()}")
                 try:
@@ -318,7 +319,7 @@ def cached(spec: Spec, path: Path, *, cross: bool = False, out: TextIO | None = 
         _say(out, f"{spec.name}: {path} is damaged (its sha256 is not the one recorded at its build); rebuilding it")
     elif not cross and executable and _runs(path, spec.version_args):
         with contextlib.suppress(OSError):  # a read-only cache: adopted again next time
-            record.write_text(sha256_of(path) + "\n")
+            record.write_text(sha256_file(path) + "\n")
         return True
     else:
         command = " ".join((str(path), *spec.version_args))
@@ -341,7 +342,7 @@ def _install(built: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     record = dest.with_name(dest.name + ".sha256")
     record_partial = record.with_name(record.name + ".partial")
-    record_partial.write_text(sha256_of(built) + "\n")
+    record_partial.write_text(sha256_file(built) + "\n")
     partial = dest.with_name(dest.name + ".partial")
     shutil.move(built, partial)
     partial.replace(dest)
@@ -444,19 +445,18 @@ class Go:
 @contextlib.contextmanager
 def _lock(folder: Path, out: TextIO | None) -> Iterator[None]:
     """One build at a time on this cache (the CLI and pytest workers may ask at once); the others wait."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / ".build.lock").open("w") as fh:
-        started = next_line = time.monotonic()
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= next_line:
-                    waited = f": {duration(time.monotonic() - started)}" if next_line > started else " ..."
-                    _say(out, f"waiting for another build to finish (lock {folder / '.build.lock'}){waited}")
-                    next_line += TICK_SECONDS
-                time.sleep(min(1.0, TICK_SECONDS))
+    path = folder / ".build.lock"
+    next_line = 0.0
+
+    def waiting(waited: float) -> None:
+        nonlocal next_line
+        if waited >= next_line:
+            _say(
+                out, f"waiting for another build to finish (lock {path}){f': {duration(waited)}' if waited else ' ...'}"
+            )
+            next_line = waited + TICK_SECONDS
+
+    with locked(path, waiting=waiting, poll=min(1.0, TICK_SECONDS)):
         yield
 
 

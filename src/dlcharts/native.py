@@ -14,7 +14,7 @@ cache version is that helm version and a hash of native/helm-render/common and t
 a server's source builds a new one beside the old. k8s-validate, the API server's create validation (dlcharts.apirules),
 from native/k8s-validate at the pinned Kubernetes, keyed by that version and a hash of its sources;
 k8s-validate@oldest, the same source linked with k8s.io/kubernetes at the oldest supported minor, through the
-Kubernetes wrapper module that also builds that minor's control plane (dlcharts.cluster.binaries).
+Kubernetes wrapper module that also builds that minor's control plane (dlcharts.host.binaries).
 """
 
 from __future__ import annotations

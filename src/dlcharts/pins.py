@@ -1,6 +1,6 @@
 """Every pinned version of a Go-built part, read from ``versions.env`` beside this file.
 
-One source of truth: the build tables (dlcharts.native for the harness's helpers, dlcharts.cluster.binaries for the
+One source of truth: the build tables (dlcharts.native for the harness's helpers, dlcharts.host.binaries for the
 cluster's binaries) and the checks (dlcharts.apirules) read it here, so the core never imports the cluster for a pin.
 """
 

@@ -294,7 +294,7 @@ def find_problems(
 def _missing_checks(rendered: Rendered, settings: Config) -> None:
     """Fail (or warn) when a check could not run for ``rendered``'s Kubernetes minor."""
     from dlcharts import checks
-    from dlcharts.apirules import minor
+    from dlcharts.utils.kubeversion import minor_text as minor
 
     missing = checks.missing(minor(rendered.request.kube_version))
     if not missing:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import os
 import re
@@ -21,6 +20,7 @@ from dlcharts import render_server
 from dlcharts.errors import DLChartsError, ManifestError, RenderError, ToolchainError, read_yaml
 from dlcharts.helm import Helm, find_helm, without_link_notices
 from dlcharts.toolchain import cache_root
+from dlcharts.utils.flock import locked
 
 # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -297,8 +297,7 @@ class Renderer:
         for dep in local:
             self.ensure_dependencies(dep)
         record = _dependency_record(chart)
-        with open(record.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with locked(record.with_suffix(".lock")):
             if not (record.is_file() and record.read_text() == stamp + _vendored(chart)):
                 proc = self.helm.run(["dependency", "build", str(chart), "--skip-refresh"], check=False)
                 if proc.returncode != 0:

@@ -36,6 +36,7 @@ from dlcharts.crdschema import convert
 from dlcharts.errors import DLChartsError, SchemaError, invalid_yaml
 from dlcharts.findings import Finding, format_path
 from dlcharts.render import K8sObject
+from dlcharts.utils import kubeversion
 
 _jsonschema_rs: Any
 try:  # optional fast engine; `jsonschema` stays the reference and produces every error message
@@ -43,11 +44,19 @@ try:  # optional fast engine; `jsonschema` stays the reference and produces ever
 except ImportError:  # pragma: no cover - exercised only where jsonschema-rs is missing
     _jsonschema_rs = None
 
+
+def disable_fast_engine() -> None:
+    """Validate with `jsonschema` alone from now on in this process: what ran before jsonschema-rs, which the
+    benchmark compares it with."""
+    global _jsonschema_rs
+    _jsonschema_rs = None
+
+
 _DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 _SET_RE = re.compile(r"^v(\d+)\.(\d+)\.0-local-strict$")
 
 
-def _schema_root() -> Path:
+def schema_root() -> Path:
     import kubernetes_validate
 
     return Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
@@ -57,24 +66,16 @@ def _schema_root() -> Path:
 def available_versions() -> tuple[tuple[int, int], ...]:
     """Kubernetes minor versions with a strict schema set, oldest first."""
     found = []
-    for entry in _schema_root().iterdir():
+    for entry in schema_root().iterdir():
         match = _SET_RE.match(entry.name)
         if match:
             found.append((int(match.group(1)), int(match.group(2))))
     return tuple(sorted(found))
 
 
-def _minor(kube_version: str) -> tuple[int, int]:
-    parts = kube_version.lstrip("v").split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        raise SchemaError(f"kube version {kube_version!r} is not of the form 1.N[.P]") from None
-
-
 def schema_set_for(kube_version: str) -> str:
     """The strict schema set for a Kubernetes version: that minor's, refusing versions we have none for."""
-    wanted = _minor(kube_version)
+    wanted = kubeversion.minor(kube_version)
     versions = available_versions()
     if wanted not in versions:
         have = ", ".join(f"{a}.{b}" for a, b in versions)
@@ -84,7 +85,7 @@ def schema_set_for(kube_version: str) -> str:
 
 @functools.cache
 def _registry(schema_set: str) -> referencing.Registry[Any]:
-    defs = json.loads((_schema_root() / schema_set / "_definitions.json").read_text())
+    defs = json.loads((schema_root() / schema_set / "_definitions.json").read_text())
     registry: referencing.Registry[Any] = referencing.Registry().with_resource(
         _DEFINITIONS_URI, DRAFT202012.create_resource(defs)
     )
@@ -122,7 +123,7 @@ def use_crd_schemas(paths: Iterable[Path]) -> list[tuple[str, str]]:
     _USER_CRD_DOCS[:] = docs
     _crds_in_force.cache_clear()
     validator_for.cache_clear()
-    _fast_validator_for.cache_clear()
+    fast_validator_for.cache_clear()
     return sorted(found)
 
 
@@ -228,7 +229,7 @@ def validator_for(schema_set: str, api_version: str, kind: str) -> jsonschema.pr
         return jsonschema.Draft7Validator(schema)
     # kubernetes-validate's file naming: rbac.authorization.k8s.io/v1 -> "rbac-v1", v1 -> "v1".
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    path = _schema_root() / schema_set / f"{kind.lower()}-{group_version}.json"
+    path = schema_root() / schema_set / f"{kind.lower()}-{group_version}.json"
     if not path.is_file():
         return None
     schema = json.loads(path.read_text())
@@ -241,12 +242,12 @@ def _refuse_fetch(uri: str) -> Any:
 
 @functools.cache
 def _rs_registry(schema_set: str) -> Any:
-    defs = json.loads((_schema_root() / schema_set / "_definitions.json").read_text())
+    defs = json.loads((schema_root() / schema_set / "_definitions.json").read_text())
     return _jsonschema_rs.Registry([(_DEFINITIONS_URI, defs)], retriever=_refuse_fetch)
 
 
 @functools.cache
-def _fast_validator_for(schema_set: str, api_version: str, kind: str) -> Any:
+def fast_validator_for(schema_set: str, api_version: str, kind: str) -> Any:
     """A jsonschema-rs validator for the same schema as :func:`validator_for`, or None (then `jsonschema` alone).
 
     Formats are not asserted (as with `jsonschema` without a format checker) and nothing is fetched.
@@ -266,7 +267,7 @@ def _fast_validator_for(schema_set: str, api_version: str, kind: str) -> Any:
         return None
 
 
-def _fast_is_valid(fast: Any, body: Any) -> bool:
+def fast_is_valid(fast: Any, body: Any) -> bool:
     """True when jsonschema-rs accepts the object; False when it rejects it or cannot take it."""
     try:
         return bool(fast.is_valid(body))
@@ -300,8 +301,8 @@ def schema_findings(obj: K8sObject, kube_version: str) -> list[Finding]:
     noted = [] if lifecycle is None else [lifecycle.finding(obj.source, obj.ref())]
     if lifecycle is not None and lifecycle.removed:
         return noted
-    fast = _fast_validator_for(schema_set, obj.key.api_version, obj.kind)
-    if fast is not None and _fast_is_valid(fast, obj.body):
+    fast = fast_validator_for(schema_set, obj.key.api_version, obj.kind)
+    if fast is not None and fast_is_valid(fast, obj.body):
         return noted
     validator = validator_for(schema_set, obj.key.api_version, obj.kind)
     if validator is None:

@@ -197,7 +197,7 @@ def check_scenario(
 ) -> list[Finding]:
     """Every finding for one scenario: schemas for each Kubernetes version, policies on the newest render and
     on a render with a 40-character release name. ``release``/``namespace`` beat the scenario's own. ``server``
-    (dlcharts.install.dryrun.ServerCheck.findings) adds an API server's verdict on each version's render.
+    (dlcharts.cluster.server_check.ServerCheck.findings) adds an API server's verdict on each version's render.
     ``levels`` as for ``check_rendered``."""
     versions = list(kube_versions)
     exempt = list(exemptions)

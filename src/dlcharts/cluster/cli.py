@@ -1,4 +1,4 @@
-"""`dlcharts cluster build|up|down|status` and `dlcharts demo`."""
+"""`dlcharts cluster build|up|down|status|check|fault` and `dlcharts registry up|down|status|env`."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import argparse
 import shlex
 import sys
 import time
-from pathlib import Path
 
-from dlcharts.cluster import binaries, faults
+from dlcharts.cluster import faults
 from dlcharts.cluster.addons import ADDONS
-from dlcharts.cluster.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
+from dlcharts.cluster.addons.operators import OPERATORS
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
-from dlcharts.cluster.operators import OPERATORS
+from dlcharts.host import binaries
+from dlcharts.host.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
@@ -85,8 +85,8 @@ def cmd_build(names: list[str], *, check: bool, platform: str | None) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """``dlcharts cluster check``: every precondition the cluster and the builds of ``names`` need, before any
-    build starts (dlcharts.cluster.preflight); exit 1 listing what is missing, with the fixes."""
-    from dlcharts.cluster import preflight
+    build starts (dlcharts.host.preflight); exit 1 listing what is missing, with the fixes."""
+    from dlcharts.host import preflight
     from dlcharts.toolchain import cache_root
 
     _, to_build = binaries.missing_binaries(args.names or None)
@@ -103,7 +103,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_registry(args: argparse.Namespace) -> int:
-    from dlcharts.cluster import registry
+    from dlcharts.host import registry
 
     reg = registry.Registry(port=args.port, secure=True)
     if args.action == "up":
@@ -128,12 +128,6 @@ def cmd_registry(args: argparse.Namespace) -> int:
         return 0
     print(state.describe())
     return 0 if state.running else 1
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from dlcharts.demo import run_demo
-
-    return run_demo(Path(args.chart), cluster_name=args.name, workers=args.workers)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -176,7 +170,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         choices=OPERATORS,
         help="build/up (repeatable; for benchmarks, bench/operators.py): a training operator as a process beside the "
-        "control plane (dlcharts.cluster.operators); trainer brings jobset",
+        "control plane (dlcharts.cluster.addons.operators); trainer brings jobset",
     )
     cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
     actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status,fault}", required=True)
@@ -229,16 +223,3 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--port", type=int, default=None, help="port on 127.0.0.1 (default: $DLCHARTS_REGISTRY_PORT or free)"
     )
     reg.set_defaults(func=cmd_registry)
-
-    demo = sub.add_parser(
-        "demo", help="embedded cluster + tensorflow-dist --set worker=N; where each worker landed",
-        description="Checks this machine first (root, Debian packages, Go, ports, disk), builds only what the demo "
-        "needs (the cluster's binaries, the images), trains tensorflow-dist for real on the real node, then places "
-        "it with its GPU defaults on the fake GPU nodes.",
-    )  # fmt: skip
-    demo.add_argument(
-        "--chart", default="charts/tensorflow-dist", help="the tensorflow-dist chart folder (default: %(default)s)"
-    )
-    demo.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
-    demo.add_argument("--workers", type=int, default=4)
-    demo.set_defaults(func=cmd_demo)

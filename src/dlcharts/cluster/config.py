@@ -6,7 +6,6 @@ import copy
 import dataclasses
 import hashlib
 import ipaddress
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,9 +14,10 @@ from typing import Any
 import yaml
 
 from dlcharts.cluster.addons import ALL
-from dlcharts.cluster.binaries import KUBERNETES_VERSION, control_plane_binaries
 from dlcharts.cluster.node_layout import LONGEST_RANGE_PREFIX, MAX_REAL_NODES
 from dlcharts.errors import ClusterError
+from dlcharts.host.binaries import KUBERNETES_VERSION, control_plane_binaries
+from dlcharts.utils.digest import json_digest
 
 _HERE = Path(__file__).resolve().parent
 STAGES_DIR = _HERE / "stages"
@@ -117,7 +117,7 @@ class ClusterConfig:
     addons:            real controllers started with the cluster (dlcharts.cluster.addons): "kueue" (Kueue's
                        manager, webhooks and CRDs) and "coscheduling" (a second kube-scheduler with scheduler-plugins'
                        coscheduling, named scheduler-plugins-scheduler); for benchmarks, the training operators of
-                       dlcharts.cluster.operators ("training-operator", "mpi-operator", "jobset", "trainer"). A
+                       dlcharts.cluster.addons.operators ("training-operator", "mpi-operator", "jobset", "trainer"). A
                        running cluster that is reused gets the ones it lacks.
     """
 
@@ -189,7 +189,7 @@ class ClusterConfig:
         doc = {"pod_run_seconds": self.pod_run_seconds, "pod_cidr": self.pod_cidr, "kube": self.kubernetes_version,
                "api_qps": self.api_qps, "real_node": self.real_node, "real_node_cidr": self.real_node_cidr}  # fmt: skip
         doc["stages"] = sorted(p.name + ":" + hashlib.sha256(p.read_bytes()).hexdigest() for p in stage_files())
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+        return json_digest(doc, 16)
 
 
 def stage_files() -> list[Path]:

@@ -18,9 +18,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from dlcharts.cluster import host, node_registry, procs
+from dlcharts.cluster import node_registry
 from dlcharts.cluster.node_layout import NodeLayout
 from dlcharts.errors import ClusterError
+from dlcharts.host import procs, system
 from dlcharts.waiting import poll
 
 SHIM = "containerd-shim-runc-v2"
@@ -115,7 +116,7 @@ def _spawn(node: NodeLayout, config: Path) -> None:
     poll(
         lambda: (
             node.socket.is_socket()
-            and host.run(["ctr", "--address", str(node.socket), "version"], check=False).returncode == 0
+            and system.run(["ctr", "--address", str(node.socket), "version"], check=False).returncode == 0
         ),
         60,
         f"containerd to serve {node.socket} (log {log})",
@@ -138,7 +139,7 @@ def stop(node: NodeLayout) -> None:
 
 def clean_up(node: NodeLayout, made_dirs: list[str]) -> None:
     """Unmount what is left under containerd's folder and remove the host folders it made (when empty)."""
-    host.unmount(host.below(node.dir / "containerd"))
+    system.unmount(system.below(node.dir / "containerd"))
     for made in HOST_DIRS:
         if str(made) in made_dirs:
             with contextlib.suppress(OSError):
@@ -151,7 +152,7 @@ def tasks(node: NodeLayout) -> list[str]:
 
 
 def _ctr(node: NodeLayout, *args: str) -> subprocess.CompletedProcess[str]:
-    return host.run(["ctr", "--address", str(node.socket), "-n", "k8s.io", *args], check=False, timeout=30)
+    return system.run(["ctr", "--address", str(node.socket), "-n", "k8s.io", *args], check=False, timeout=30)
 
 
 def _containers(node: NodeLayout) -> list[str]:

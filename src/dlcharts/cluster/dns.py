@@ -15,8 +15,8 @@ import socket
 import struct
 from pathlib import Path
 
-from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import procs
+from dlcharts.host import binaries as _bin
+from dlcharts.host import procs
 from dlcharts.waiting import poll
 
 DOMAIN = "cluster.local"

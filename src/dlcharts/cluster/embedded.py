@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import functools
 import json
 import os
@@ -41,19 +40,20 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
-from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import procs
 from dlcharts.cluster.addons import Addons
 from dlcharts.cluster.config import ClusterConfig, node_objects, stage_documents
 from dlcharts.cluster.node import RealNode
 from dlcharts.cluster.node_registry import NodeImages, registry_for
 from dlcharts.errors import ClusterError
+from dlcharts.host import binaries as _bin
+from dlcharts.host import procs
+from dlcharts.toolchain import cache_root
+from dlcharts.utils.flock import locked
 from dlcharts.waiting import poll
 
 STATE_FILE = "dlcharts-cluster.json"
@@ -130,7 +130,7 @@ class ClusterHandle(ClusterAccess):
 
     def pids(self) -> dict[str, int]:
         """The control plane's processes (kwokctl's pid files) and its add-ons' (dlcharts.cluster.addons)."""
-        return {**_component_pids(self.state_dir), **procs.pids(self.state_dir / "addons" / "pids")}
+        return {**component_pids(self.state_dir), **procs.pids(self.state_dir / "addons" / "pids")}
 
     @property
     def images(self) -> NodeImages | None:
@@ -162,7 +162,7 @@ class EmbeddedCluster:
     def __init__(self, config: ClusterConfig | None = None, *, keep: bool = False) -> None:
         self.config = config or ClusterConfig()
         self.config.validate()
-        self.cache = self.config.cache if self.config.cache is not None else _bin.cache_dir()
+        self.cache = self.config.cache if self.config.cache is not None else cache_root()
         self.keep = keep  # context manager: leave a cluster we started running
         self.handle: ClusterHandle | None = None
 
@@ -202,7 +202,7 @@ class EmbeddedCluster:
                     return True
             except Exception:  # noqa: BLE001 - any failure means "not answering (yet)"
                 pass
-            alive = procs.alive(_component_pids(self.state_dir).get("kube-apiserver", 0))
+            alive = procs.alive(component_pids(self.state_dir).get("kube-apiserver", 0))
             if not alive or time.monotonic() >= deadline:
                 return False
             time.sleep(2)
@@ -274,18 +274,10 @@ class EmbeddedCluster:
             self.stop()
 
     # ----- internals -------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _lock(self, name: str | None = None) -> Iterator[None]:
+    def _lock(self, name: str | None = None) -> contextlib.AbstractContextManager[TextIO]:
         """One start/stop of a cluster name at a time (the CLI and pytest workers may race); with ``name``, one
         holder of that machine-wide lock at a time."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        path = self.run_dir / f"{name or self.config.name}.lock"
-        with path.open("w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return locked(self.run_dir / f"{name or self.config.name}.lock")
 
     def _kwokctl_env(self, kubectl: Path | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KWOK_")}
@@ -463,7 +455,7 @@ class EmbeddedCluster:
         self._addons().stop()
         for node in reversed(self._real_nodes()):
             node.stop(self.kubeconfig)
-        pids = _component_pids(self.state_dir)
+        pids = component_pids(self.state_dir)
         kwokctl = _bin.binary("kwokctl", self.cache).path
         if kwokctl.is_file():
             with contextlib.suppress(ClusterError):
@@ -489,7 +481,7 @@ class EmbeddedCluster:
         return dest
 
     def _check_reusable(self) -> None:
-        dead = sorted(name for name, pid in _component_pids(self.state_dir).items() if _dead(pid))
+        dead = sorted(name for name, pid in component_pids(self.state_dir).items() if _dead(pid))
         if dead:  # e.g. a controller-manager or scheduler that lost its leader lease on a starved machine exits
             raise ClusterError(
                 f"cluster {self.config.name} runs without {', '.join(dead)} (exited; its log: "
@@ -667,7 +659,7 @@ def _kwok_configuration() -> dict[str, Any]:
     }
 
 
-def _component_pids(state_dir: Path) -> dict[str, int]:
+def component_pids(state_dir: Path) -> dict[str, int]:
     pids: dict[str, int] = {}
     for pidfile in sorted((state_dir / "pids").glob("*.pid")):
         with contextlib.suppress(ValueError, OSError):

@@ -23,9 +23,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dlcharts.cluster import containerd, network, procs
+from dlcharts.cluster import containerd, network
 from dlcharts.cluster.node import RealNode
 from dlcharts.errors import ClusterError
+from dlcharts.host import procs
 
 ACTIONS = ("lose", "restore", "isolate", "rejoin")
 

@@ -25,10 +25,11 @@ from typing import Any
 
 import yaml
 
-from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import containerd, dns, host, pki, procs
+from dlcharts.cluster import containerd, dns
 from dlcharts.cluster.node_layout import NodeLayout, node_name
 from dlcharts.errors import ClusterError
+from dlcharts.host import binaries as _bin
+from dlcharts.host import pki, procs, system
 from dlcharts.waiting import poll
 
 #: the first real node (every cluster with real nodes has it)
@@ -187,7 +188,7 @@ def _drain(node: NodeLayout, kubeconfig: Path) -> None:
 def clean_up(node: NodeLayout, made_dirs: list[str], made_device_plugins_dir: bool) -> None:
     """Unmount the pod volumes left under the kubelet's folder, drop its links to our container logs, and remove
     the host folders it made (when empty; the device-plugin folder once no kubelet runs on the machine)."""
-    host.unmount(host.below(node.dir / "kubelet"))
+    system.unmount(system.below(node.dir / "kubelet"))
     if LOG_LINKS.is_dir():
         ours = str(node.dir / "pod-logs")
         for link in LOG_LINKS.iterdir():

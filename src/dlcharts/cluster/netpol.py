@@ -36,9 +36,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import procs
 from dlcharts.errors import ClusterError
+from dlcharts.host import binaries as _bin
+from dlcharts.host import procs
 from dlcharts.waiting import poll
 
 TOOLS = ("iptables", "iptables-save", "iptables-restore", "ipset")

@@ -33,9 +33,10 @@ import ipaddress
 import json
 from pathlib import Path
 
-from dlcharts.cluster import host, netpol
+from dlcharts.cluster import netpol
 from dlcharts.cluster.node_layout import Network, NodeLayout
 from dlcharts.errors import ClusterError
+from dlcharts.host import system
 
 CNI_BIN_DIR = Path("/usr/lib/cni")
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
@@ -46,7 +47,7 @@ CNI_RESULTS = Path("/var/lib/cni/results")
 def check_free(network: Network) -> None:
     """Refuse a subnet that overlaps an address on another interface."""
     subnet = ipaddress.ip_network(network.subnet)
-    out = host.run(["ip", "-o", "-4", "addr", "show"]).stdout
+    out = system.run(["ip", "-o", "-4", "addr", "show"]).stdout
     for line in out.splitlines():
         fields = line.split()
         dev, addr = fields[1], ipaddress.ip_interface(fields[3])
@@ -82,7 +83,7 @@ def up(node: NodeLayout) -> None:
 def _route_between_nodes(network: Network) -> None:
     _delete_rules(network)  # left by a crash
     for rule in _rules(network):
-        host.run(["ip", "-4", "rule", "add", *rule])
+        system.run(["ip", "-4", "rule", "add", *rule])
     Path(f"/proc/sys/net/ipv4/conf/{network.bridge}/forwarding").write_text("1\n")
 
 
@@ -93,7 +94,7 @@ def _delete_rules(network: Network) -> None:
 def _delete(rules: list[list[str]]) -> None:
     """Delete every copy of each of ``rules`` (``ip rule`` arguments); none there is fine."""
     for rule in rules:
-        while host.run(["ip", "-4", "rule", "del", *rule], check=False).returncode == 0:
+        while system.run(["ip", "-4", "rule", "del", *rule], check=False).returncode == 0:
             pass
 
 
@@ -110,7 +111,7 @@ def isolate(network: Network) -> None:
     """Drop every packet between this node's pods and the other nodes' (the pods still reach their own node, and
     its kubelet keeps reporting: a node whose pod network failed while its control link did not)."""
     for rule in _isolation_rules(network):
-        host.run(["ip", "-4", "rule", "add", *rule])
+        system.run(["ip", "-4", "rule", "add", *rule])
 
 
 def rejoin(network: Network) -> None:
@@ -121,15 +122,15 @@ def rejoin(network: Network) -> None:
 def _namespace_up(node: NodeLayout) -> None:
     br, ip, ns = node.network.bridge, node.network.node_ip, node.netns
     prefix = ipaddress.ip_network(node.network.subnet).prefixlen
-    if host.run(["ip", "link", "show", br], check=False).returncode == 0:
-        host.run(["ip", "link", "del", br])  # left by a crash, or a bridge of the layout before the namespace
-    if str(ns) in host.mount_points():
-        host.run(["umount", str(ns)])  # a namespace left by a crash: start from a fresh one
+    if system.run(["ip", "link", "show", br], check=False).returncode == 0:
+        system.run(["ip", "link", "del", br])  # left by a crash, or a bridge of the layout before the namespace
+    if str(ns) in system.mount_points():
+        system.run(["umount", str(ns)])  # a namespace left by a crash: start from a fresh one
     ns.touch()
-    host.run(["unshare", f"--net={ns}", "true"])
+    system.run(["unshare", f"--net={ns}", "true"])
     netpol.in_netns(ns, "ip", "link", "set", "lo", "up")
     netpol.in_netns(ns, "ip", "link", "add", br, "type", "bridge")
-    host.run(["ip", "link", "add", br, "type", "veth", "peer", "name", "node", "netns", str(ns)])
+    system.run(["ip", "link", "add", br, "type", "veth", "peer", "name", "node", "netns", str(ns)])
     netpol.in_netns(ns, "ip", "link", "set", "node", "master", br)
     for dev in ("node", br):
         netpol.in_netns(ns, "ip", "link", "set", dev, "up")
@@ -138,8 +139,8 @@ def _namespace_up(node: NodeLayout) -> None:
     netpol.in_netns(ns, "sh", "-c", "echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables")
     netpol.in_netns(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/conf/all/arp_ignore")
     netpol.in_netns(ns, "ip", "addr", "add", f"{ip}/32", "dev", "lo")
-    host.run(["ip", "addr", "replace", f"{ip}/{prefix}", "dev", br])
-    host.run(["ip", "link", "set", br, "up"])
+    system.run(["ip", "addr", "replace", f"{ip}/{prefix}", "dev", br])
+    system.run(["ip", "link", "set", br, "up"])
 
 
 def _write_cni(node: NodeLayout) -> None:
@@ -184,13 +185,13 @@ def down(node: NodeLayout) -> None:
     _delete_rules(node.network)
     rejoin(node.network)
     ns = str(node.netns)
-    host.unmount(lambda point: point == ns)
+    system.unmount(lambda point: point == ns)
     br = node.network.bridge
-    if host.run(["ip", "link", "show", br], check=False).returncode == 0:
-        for line in host.run(["ip", "-o", "link", "show", "master", br], check=False).stdout.splitlines():
+    if system.run(["ip", "link", "show", br], check=False).returncode == 0:
+        for line in system.run(["ip", "-o", "link", "show", "master", br], check=False).stdout.splitlines():
             dev = line.split(":")[1].strip().split("@")[0]
-            host.run(["ip", "link", "del", dev], check=False)
-        host.run(["ip", "link", "del", br], check=False)
+            system.run(["ip", "link", "del", dev], check=False)
+        system.run(["ip", "link", "del", br], check=False)
     for result in CNI_RESULTS.glob(f"dlcharts-{node.cluster}-*"):
         with contextlib.suppress(OSError):
             result.unlink()

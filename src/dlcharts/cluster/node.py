@@ -33,11 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlcharts.cluster import binaries as _bin
-from dlcharts.cluster import cgroups, containerd, dns, host, kubelet, netpol, network, node_registry, preflight
+from dlcharts.cluster import cgroups, containerd, dns, kubelet, netpol, network, node_registry
 from dlcharts.cluster.kubelet import LABEL_KEY, LABEL_VALUE, NODE_NAME, NODE_SELECTOR, TOLERATION
 from dlcharts.cluster.node_layout import MAX_REAL_NODES, Network, NodeLayout, node_name
 from dlcharts.errors import ClusterError
+from dlcharts.host import binaries as _bin
+from dlcharts.host import preflight, system
+from dlcharts.toolchain import cache_root
 
 __all__ = [
     "MAX_REAL_NODES",
@@ -73,7 +75,7 @@ class RealNode:
     def __init__(
         self, state_dir: Path, cluster: str, cidr: str = "", cache: Path | None = None, index: int = 0
     ) -> None:
-        cache = cache if cache is not None else _bin.cache_dir()
+        cache = cache if cache is not None else cache_root()
         self.layout = NodeLayout.of(state_dir, cluster, cidr, cache, index)
         self._versions: dict[str, str] = {}
         self._images: node_registry.NodeImages | None = None
@@ -230,10 +232,10 @@ class RealNode:
         node = self.layout
         if node.index == 0:
             others = [f"{node.state_dir / f'node-{i}'}/" for i in NodeLayout.indexes_on_disk(node.state_dir) if i]
-            cluster = host.below(node.state_dir)
-            left = host.unmount(lambda point: cluster(point) and not point.startswith(tuple(others)))
+            cluster = system.below(node.state_dir)
+            left = system.unmount(lambda point: cluster(point) and not point.startswith(tuple(others)))
         else:
-            left = host.unmount(host.below(node.dir))
+            left = system.unmount(system.below(node.dir))
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.layout.pid_dir)
         if left:

@@ -41,7 +41,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dlcharts.cluster import procs
+from dlcharts.host import procs
 
 STATE_FILE = "node.json"
 #: real nodes a cluster can have: its range is cut in this many parts

@@ -1,7 +1,7 @@
 """The real node's images, served by the cluster's own registry on 127.0.0.1: the kubelet pulls from there, as
 a user's cluster pulls from a mirror.
 
-Each cluster with a real node owns one registry (:class:`dlcharts.cluster.registry.Registry`, distribution v3)
+Each cluster with a real node owns one registry (:class:`dlcharts.host.registry.Registry`, distribution v3)
 whose config, log, pid and storage live under ``$DLCHARTS_CACHE/registry/clusters/<name>/``. ``cluster up``
 starts it (or reuses it when it still runs from an earlier start of that cluster), and ``cluster down`` stops
 it; its storage stays, so the next ``up`` pushes nothing new. It is not the registry of ``dlcharts registry
@@ -30,8 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlcharts.cluster.registry import Registry, require_tool
 from dlcharts.errors import ClusterError
+from dlcharts.host.registry import Registry, require_tool
 
 HELPER = "busybox"
 PAUSE_REPOSITORY = "pause"

@@ -16,10 +16,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from dlcharts.cluster.binaries import cache_dir
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import ClusterAccess, EmbeddedCluster
 from dlcharts.errors import ClusterError
+from dlcharts.toolchain import cache_root
 
 PROVIDERS = ("embedded", "kubeconfig", "kind")
 
@@ -71,7 +71,7 @@ def kind_cluster(name: str) -> Iterator[ClusterAccess]:
             "the kind provider needs a running Docker engine, and this machine has none "
             "(`docker info` failed). Use the embedded provider (the default) here."
         )
-    kubeconfig = cache_dir() / "kind" / f"{name}.kubeconfig"
+    kubeconfig = cache_root() / "kind" / f"{name}.kubeconfig"
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     create = [kind, "create", "cluster", "--name", name, "--kubeconfig", str(kubeconfig), "--wait", "180s"]
     proc = subprocess.run(create, capture_output=True, text=True, check=False)

@@ -14,7 +14,7 @@ Steps, each cached under ``$DLCHARTS_CACHE/images/`` by a key that hashes everyt
            sorted by name, owner 0, every mtime SOURCE_DATE_EPOCH.
 4. oci     ``umoci`` (init, new, raw add-layer, config) writes an OCI image layout with the config (user,
            env, working directory, cmd, no entrypoint, created = SOURCE_DATE_EPOCH, no history).
-5. push    ``crane push`` of that layout to the local registry (see dlcharts.cluster.registry).
+5. push    ``crane push`` of that layout to the local registry (see dlcharts.host.registry).
 
 A step whose result is in the cache is verified before it is used: every file's sha256 is compared with
 the digest recorded when it was made (for an OCI layout: every blob against its own digest). A damaged
@@ -27,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import fcntl
-import hashlib
 import json
 import os
 import shlex
@@ -41,12 +39,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlcharts.cluster.binaries import cache_dir
-from dlcharts.cluster.registry import require_tool
-from dlcharts.cluster.registry_access import Access
 from dlcharts.errors import ImageError
+from dlcharts.host.registry import require_tool
+from dlcharts.host.registry_access import Access
 from dlcharts.images.definitions import IMAGES, VENV, ImageDef
 from dlcharts.images.mirror import debian_mirror
+from dlcharts.toolchain import cache_root
+from dlcharts.utils.digest import json_digest, sha256_file
+from dlcharts.utils.flock import locked
 from dlcharts.waiting import wait_process
 
 #: every timestamp inside the images (2026-01-01T00:00:00Z)
@@ -69,19 +69,11 @@ class BuildResult:
 
 
 def images_dir(cache: Path | None = None) -> Path:
-    return (cache if cache is not None else cache_dir()) / "images"
+    return (cache if cache is not None else cache_root()) / "images"
 
 
 def _hash(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return json_digest(data, 32)
 
 
 def _tool_version(cmd: Sequence[str]) -> str:
@@ -166,7 +158,7 @@ class Builder:
         started = time.monotonic()
         built: list[str] = []
         self.root.mkdir(parents=True, exist_ok=True)
-        with self._lock():
+        with locked(self.root / ".lock"):
             clock = _Clock()
             with clock("verify"):
                 cached = self._cached_oci(image)
@@ -197,7 +189,7 @@ class Builder:
     def rootfs(self, image: ImageDef) -> Path:
         """The image's root file system tar (mmdebstrap), from the cache when it verifies."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with self._lock():
+        with locked(self.root / ".lock"):
             return self._rootfs(image, [])
 
     def push(self, result: BuildResult, registry: str, access: Access | None = None) -> str:
@@ -416,12 +408,6 @@ class Builder:
         digest = sha256_file(partial)
         partial.rename(path)
         path.with_name(path.name + ".sha256").write_text(digest + "\n")
-
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        with (self.root / ".lock").open("w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            yield
 
     @contextlib.contextmanager
     def _unpacked(self, rootfs: Path) -> Iterator[Path]:

@@ -28,7 +28,7 @@ def cmd_images(args: argparse.Namespace) -> int:
         return 0
     registry = None
     if args.push:
-        from dlcharts.cluster.registry import Registry
+        from dlcharts.host.registry import Registry
 
         registry = Registry(secure=True).start()
     builder = Builder()

@@ -21,6 +21,7 @@ from dlcharts.install.diagnostics import diagnostics
 from dlcharts.install.kube import Kube
 from dlcharts.install.podsecurity import namespace_level, pod_security_problems
 from dlcharts.render import Renderer, is_linked, local_dependencies
+from dlcharts.utils.git import GitError, repo_root, resolve_base, show
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,34 +191,27 @@ class PreviousChart:
 def previous_chart(helm: Helm, chart: Path, workdir: Path, base: str | None = None) -> PreviousChart:
     """The version of ``chart`` a user would upgrade from.
 
-    Definition: the chart as committed at the release checks' base (``dlcharts.release.changes.resolve_base``:
+    Definition: the chart as committed at the release checks' base (``dlcharts.utils.git.resolve_base``:
     the merge-base of HEAD with ``base``, default origin/main, else main) when its ``version`` there differs
     from the working tree's; otherwise (same version, chart new since the base, no git) the chart itself.
     A base chart is exported with ``git archive`` (read-only) together with its ``file://`` dependencies into
     ``workdir``, and gets ``helm dependency build`` there unless every such dependency is a committed link
     (``charts/<dependency> -> ../../<dependency>``; a build would add a packaged copy beside it).
     """
-    from dlcharts.release import changes
-
     current = yaml.safe_load((chart / "Chart.yaml").read_text())
     itself = PreviousChart(chart, str(current["version"]), f"{current['name']} {current['version']} (this checkout)")
     try:
-        repo = changes.repo_root(chart)
-        found = changes.resolve_base(repo, base)
-    except changes.GitError:
+        repo = repo_root(chart)
+        found = resolve_base(repo, base)
+    except GitError:
         return itself
     if found.commit is None:
         return itself
     rel = chart.resolve().relative_to(repo.resolve()).as_posix()
-    shown = subprocess.run(
-        ["git", "-C", str(repo), "show", f"{found.commit}:{rel}/Chart.yaml"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if shown.returncode != 0:
+    shown = show(repo, found.commit, f"{rel}/Chart.yaml")
+    if shown is None:
         return itself
-    old = yaml.safe_load(shown.stdout) or {}
+    old = yaml.safe_load(shown) or {}
     if str(old.get("version")) == str(current["version"]):
         return itself
     paths = [rel] + [

@@ -14,9 +14,10 @@ Helm repository (packages + ``index.yaml``) built from the source tree.
 
 from __future__ import annotations
 
-from dlcharts.release.changes import VersionProblem, check_version_bumps, resolve_base
+from dlcharts.release.changes import VersionProblem, check_version_bumps
 from dlcharts.release.metadata import MetadataProblem, check_metadata
 from dlcharts.release.repository import BuiltRepository, Signer, build_repository, throwaway_key, verify_package
+from dlcharts.utils.git import resolve_base
 
 __all__ = [
     "BuiltRepository",

@@ -19,29 +19,13 @@ This is chart-testing's version-increment check, done in Python with plain ``git
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
-from dlcharts.errors import DLChartsError
 from dlcharts.release.semver import InvalidVersion, Version
-
-DEFAULT_BASES = ("origin/main", "main")
-
-
-class GitError(DLChartsError):
-    """git is missing, the folder is not in a repository, or a ref does not exist."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Base:
-    """The commit charts are compared with. ``commit`` is None when the repository has no commit yet."""
-
-    commit: str | None
-    description: str
+from dlcharts.utils.git import Base, changed_files, repo_root, resolve_base, show
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,79 +62,6 @@ class VersionReport:
         lines += [f"FAIL {p}" for p in self.problems]
         lines.append("version check: " + ("ok" if self.ok else f"{len(self.problems)} problem(s)"))
         return "\n".join(lines)
-
-
-def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
-                              timeout=120)  # fmt: skip
-    except FileNotFoundError:
-        raise GitError("git is not installed; the version check needs it (apt-get install -y git)") from None
-    if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
-    return proc
-
-
-def repo_root(path: Path) -> Path:
-    proc = _git(path, "rev-parse", "--show-toplevel", check=False)
-    if proc.returncode != 0:
-        raise GitError(f"{path} is not inside a git repository; the version check compares against git history")
-    return Path(proc.stdout.strip())
-
-
-def _commit_of(repo: Path, ref: str) -> str | None:
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else None
-
-
-def resolve_base(repo: Path, base: str | None = None) -> Base:
-    """The commit to compare with: the merge-base of HEAD and ``base`` (default: origin/main, else main)."""
-    head = _commit_of(repo, "HEAD")
-    if base is not None:
-        commit = _commit_of(repo, base)
-        if commit is None:
-            raise GitError(
-                f"base ref {base!r} does not exist in {repo}; fetch it (e.g. `git fetch origin main`, or "
-                "`fetch-depth: 0` in a CI checkout) or pass --base <branch, tag or commit>"
-            )
-        return _merge_base(repo, head, commit, base)
-    for candidate in DEFAULT_BASES:
-        commit = _commit_of(repo, candidate)
-        if commit is not None:
-            return _merge_base(repo, head, commit, candidate)
-    if head is not None:
-        return Base(head, f"HEAD {head[:12]} (no {' or '.join(DEFAULT_BASES)} to compare with; pass --base)")
-    return Base(None, "an empty repository (no commit yet: every chart is new)")
-
-
-def _merge_base(repo: Path, head: str | None, commit: str, name: str) -> Base:
-    if head is None:
-        return Base(commit, f"{name} {commit[:12]}")
-    proc = _git(repo, "merge-base", head, commit, check=False)
-    if proc.returncode != 0:  # unrelated histories: compare with the ref itself
-        return Base(commit, f"{name} {commit[:12]} (no common ancestor with HEAD)")
-    merge = proc.stdout.strip()
-    if merge == commit:
-        return Base(merge, f"{name} {merge[:12]}")
-    return Base(merge, f"{merge[:12]}, the merge-base of HEAD and {name}")
-
-
-def changed_files(repo: Path, base: Base, paths: Iterable[str], committed_only: bool = False) -> list[str]:
-    """Repository-relative paths under ``paths`` that differ from the base."""
-    if base.commit is None:
-        return []
-    spec = ["--", *paths]
-    if committed_only:
-        out = _git(repo, "diff", "--name-only", "--no-renames", "-z", base.commit, "HEAD", *spec).stdout
-    else:
-        out = _git(repo, "diff", "--name-only", "--no-renames", "-z", base.commit, *spec).stdout
-        out += _git(repo, "ls-files", "--others", "--exclude-standard", "-z", *spec).stdout
-    return sorted({p for p in out.split("\0") if p})
-
-
-def _show(repo: Path, commit: str, path: str) -> str | None:
-    proc = _git(repo, "show", f"{commit}:{path}", check=False)
-    return proc.stdout if proc.returncode == 0 else None
 
 
 def _load(text: str | None) -> dict[str, Any] | None:
@@ -195,7 +106,7 @@ def check_version_bumps(charts_dir: Path, base: str | None = None, committed_onl
     for name, rel_files in sorted(changed.items()):
         chart = str(rel_root / name)
         head_meta = heads.get(name)
-        base_meta = _load(_show(repo, resolved.commit, f"{chart}/Chart.yaml")) if resolved.commit else None
+        base_meta = _load(show(repo, resolved.commit, f"{chart}/Chart.yaml")) if resolved.commit else None
         if head_meta is None:
             notes.append(f"{chart} was removed (or has no Chart.yaml); nothing to bump")
             continue

@@ -14,10 +14,11 @@ from typing import Any
 
 from dlcharts.errors import DLChartsError
 from dlcharts.helm import HELM_OPTION_HELP, find_helm
-from dlcharts.release.changes import check_version_bumps, repo_root
+from dlcharts.release.changes import check_version_bumps
 from dlcharts.release.metadata import check_metadata, lint_yaml
 from dlcharts.release.oci import OciTarget, publish
 from dlcharts.release.repository import Signer, build_repository, package_charts, throwaway_key, verify_package
+from dlcharts.utils.git import repo_root
 
 DEFAULT_SCHEMA = "ci/chart_schema.yaml"
 DEFAULT_YAMLLINT = ".yamllint"
@@ -90,7 +91,7 @@ def _oci_target(args: argparse.Namespace) -> OciTarget:
     if args.username or password or ca:
         raise DLChartsError("--username, --password-file and --ca-file go with --to oci://<host>/<path>; without "
                             "--to the local registry's own login and CA are used")  # fmt: skip
-    from dlcharts.cluster.registry import Registry
+    from dlcharts.host.registry import Registry
 
     state = Registry(secure=True).start()
     print(state.describe())

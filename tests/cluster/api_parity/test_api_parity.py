@@ -43,6 +43,7 @@ from dlcharts.policies import run_policies
 from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import schema_findings, use_crd_schemas, validate_object
 from dlcharts.suite import all_scenarios, discover_charts
+from dlcharts.utils.kubeversion import minor_text
 from tests.support import CHARTS
 from tests.support.charts import without_reference_checks
 from tests.support.cluster import ensure_crds
@@ -346,7 +347,7 @@ def parity(request: pytest.FixtureRequest, render: Callable[..., Any]) -> Iterat
         cluster.create_namespace(name, "privileged")  # Pod Security is test_policy_parity's subject
         try:
             share = OLDEST_SHARE if request.param == "oldest_cluster" else 1.0
-            server = Server(kube, name, f"{apirules.minor(version)}.0", share)
+            server = Server(kube, name, f"{minor_text(version)}.0", share)
             yield server, base_objects(server, render)
         finally:
             cluster.delete_namespace(name, wait=False)
@@ -407,7 +408,7 @@ def test_generated_mutations_get_the_same_verdict_offline_and_from_the_api_serve
         tally.record(klass, field, body, server.verdict(body), offline_verdict(body, server.kube_version))
 
     one()
-    minor = apirules.minor(server.kube_version)
+    minor = minor_text(server.kube_version)
     table = {klass: dict(counts) for klass, counts in sorted(tally.counts.items())}
     report = Path(f"reports/api-parity-{minor}.json")
     report.parent.mkdir(exist_ok=True)
@@ -517,7 +518,7 @@ def test_updates_get_the_same_verdict_offline_and_from_the_api_server(parity, re
         tally.record(klass, field, new, verdict, offline(old, new))
 
     one()
-    minor = apirules.minor(server.kube_version)
+    minor = minor_text(server.kube_version)
     table = {klass: dict(counts) for klass, counts in sorted(tally.counts.items())}
     Path(f"reports/api-parity-updates-{minor}.json").write_text(
         json.dumps({"kube": server.kube_version, "classes": table, "examples": tally.examples}, indent=1) + "\n"
@@ -620,7 +621,7 @@ def test_values_the_charts_accept_render_objects_the_api_server_accepts(
             classes[klass]["false accept" if problems else "both accept"] += 1
 
     one()
-    minor = apirules.minor(server.kube_version)
+    minor = minor_text(server.kube_version)
     for key, count in sorted(tally.items()):
         record_testsuite_property(f"values dry-run {minor} {key}", count)
     for klass, counts in sorted(classes.items()):

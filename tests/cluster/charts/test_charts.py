@@ -59,7 +59,7 @@ from dlcharts.install.releases import (
     upgrade,
 )
 from dlcharts.install.waits import namespace_inventory, wait_ready, wait_uninstalled
-from dlcharts.run import is_start_watch
+from dlcharts.jobs.run import is_start_watch
 from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX, TOOLS
 from tests.support import CHARTS, ROOT

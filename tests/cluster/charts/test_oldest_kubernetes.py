@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 
 from dlcharts.cluster import ClusterHandle
-from dlcharts.cluster.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.helm import find_helm
+from dlcharts.host.binaries import OLDEST_KUBERNETES_VERSION
 from dlcharts.install.dryrun import dry_run_create
 from dlcharts.install.kube import Kube
 from dlcharts.install.namespaces import create_namespace, delete_namespace
 from dlcharts.install.podsecurity import pod_security_for
 from dlcharts.install.releases import ChartSource, Release, dry_run_server, install, release_manifest, uninstall
 from dlcharts.install.waits import namespace_inventory, wait_ready, wait_uninstalled
-from dlcharts.run import is_start_watch
+from dlcharts.jobs.run import is_start_watch
 from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX
 from tests.support import CHARTS

@@ -1,6 +1,6 @@
 """`dlcharts validate --server`, the reference mode: every rendered object also goes to a throwaway embedded API
-server of the render's Kubernetes version (dlcharts.install.dryrun.ServerCheck), a dry-run create with strict field
-validation; its refusals are `api-server` findings beside the offline ones."""
+server of the render's Kubernetes version (dlcharts.cluster.server_check.ServerCheck), a dry-run create with strict
+field validation; its refusals are `api-server` findings beside the offline ones."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from dlcharts.cli import main
 from dlcharts.cluster import ClusterConfig, EmbeddedCluster
-from dlcharts.cluster.binaries import CLUSTER_VERSIONS, OLDEST_KUBERNETES_VERSION
-from dlcharts.install.dryrun import server_cluster_name
+from dlcharts.cluster.server_check import server_cluster_name
+from dlcharts.host.binaries import CLUSTER_VERSIONS, OLDEST_KUBERNETES_VERSION
 
 pytestmark = pytest.mark.cluster
 

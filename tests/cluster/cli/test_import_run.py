@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts import importer
 from dlcharts.images.definitions import IMAGES
 from dlcharts.install import Kube
+from dlcharts.jobs import importer
 from tests.support.real_node import assert_spread
 
 pytestmark = pytest.mark.cluster

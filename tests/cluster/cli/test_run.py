@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlcharts import run
 from dlcharts.cluster import ClusterHandle
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.state import job_outcome
+from dlcharts.jobs import run
 from tests.support import CHARTS, ROOT
 from tests.support import cluster as cluster_env
 

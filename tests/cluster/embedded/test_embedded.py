@@ -10,8 +10,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll, procs
+from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll
 from dlcharts.errors import ClusterError
+from dlcharts.host import procs
 from tests.support.real_node import listening_addresses
 
 pytestmark = pytest.mark.cluster
@@ -262,7 +263,7 @@ def test_failed_start_leaves_no_processes_but_keeps_logs(monkeypatch: pytest.Mon
     seen: dict[str, int] = {}
 
     def broken_nodes() -> None:
-        seen.update(embedded._component_pids(cluster.state_dir))
+        seen.update(embedded.component_pids(cluster.state_dir))
         raise ClusterError("simulated node failure")
 
     monkeypatch.setattr(cluster, "_ensure_nodes", broken_nodes)

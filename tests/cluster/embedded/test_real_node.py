@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from dlcharts.cluster import ClusterHandle, cache_dir, host, netpol, node, node_registry, poll, procs
+from dlcharts.cluster import ClusterHandle, netpol, node, node_registry, poll
+from dlcharts.host import procs, system
+from dlcharts.toolchain import cache_root
 from tests.support import cluster as cluster_env
 from tests.support.real_node import RESTRICTED, listening_addresses, real_pod_spec
 
@@ -80,7 +82,7 @@ def test_the_kubelet_pulled_the_image_from_the_cluster_registry(
     assert pod.status.phase == "Succeeded", pod.status
     [status] = pod.status.container_statuses
     # the runtime names the image by the repository digest it pulled: the manifest the registry serves now
-    served = node_registry.digest(image, cache_dir())
+    served = node_registry.digest(image, cache_root())
     assert status.image_id == f"{images.registry}/busybox@{served}"
     assert served == images.busybox_digest
     assert core.read_namespaced_pod_log("pulled", namespace).strip() == "1000"
@@ -225,7 +227,7 @@ def _host_traces(state_dir: Path, nodes: list[dict[str, Any]], cgroup: str) -> d
     ]
     return {
         "processes": procs_left,
-        "mounts": [m for m in host.mount_points() if m.startswith(prefix)],
+        "mounts": [m for m in system.mount_points() if m.startswith(prefix)],
         "links": [ln for ln in lines("ip", "-o", "link", "show") if any(b in ln for b in bridges)],
         "iptables": [r for r in rules if any(b in r for b in bridges) or any(n in r for n in networks)],
         # the routes between nodes: policy rules per node veth, and connected routes on them
@@ -258,7 +260,7 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
         nodes = json.loads((cluster.state_dir / "dlcharts-cluster.json").read_text())["real_nodes"]
         assert [n["name"] for n in nodes] == ["real-0", "real-1"], nodes
         state = nodes[0]
-        reg = node_registry.registry_for(name, cache_dir()).status()
+        reg = node_registry.registry_for(name, cache_root()).status()
         assert reg.running and reg.address == state["images"]["registry"], reg
         kubeconfig = cluster.kubeconfig
         pids = {**embedded_pids(cluster.state_dir)}
@@ -300,7 +302,7 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
                      "host netpol": [], "cgroups": []}  # fmt: skip
     assert [p for p in pids.values() if procs.alive(p)] == []
     assert reg.pid is not None and not procs.alive(reg.pid)  # the cluster's registry is stopped with it
-    assert not node_registry.registry_for(name, cache_dir()).status().running
+    assert not node_registry.registry_for(name, cache_root()).status().running
     assert not cluster.state_dir.exists()
     status = subprocess.run([*cli, "status", "--name", name], capture_output=True, text=True, env=env)
     assert status.returncode == 1 and "not running" in status.stdout
@@ -309,6 +311,6 @@ def test_cluster_down_leaves_no_process_mount_link_or_rule(tmp_path: Path) -> No
 def embedded_pids(state_dir: Path) -> dict[str, int]:
     from dlcharts.cluster import embedded
 
-    found = embedded._component_pids(state_dir)
+    found = embedded.component_pids(state_dir)
     found.update(procs.pids(state_dir / "node" / "pids"))
     return found

@@ -27,11 +27,11 @@ def test_registry_up_says_where_it_is_and_how_to_log_in(
     import shlex
     import subprocess
 
-    from dlcharts.cluster.binaries import cache_dir
     from dlcharts.helm import find_helm
     from dlcharts.release.repository import helm_env
+    from dlcharts.toolchain import cache_root
 
-    real_bin = cache_dir() / "bin"
+    real_bin = cache_root() / "bin"
     monkeypatch.setenv("DLCHARTS_CACHE", str(tmp_path))
     (tmp_path / "bin").symlink_to(real_bin)
     monkeypatch.delenv("DLCHARTS_REGISTRY_PORT", raising=False)

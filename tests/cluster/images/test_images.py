@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from dlcharts.cluster import registry
 from dlcharts.errors import ImageError
+from dlcharts.host import registry
 from dlcharts.images import IMAGES, Builder, BuildResult, verify_layout
 
 HELPER = IMAGES["busybox"]

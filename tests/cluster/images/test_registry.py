@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dlcharts.cluster import registry
 from dlcharts.errors import ClusterError
+from dlcharts.host import registry
 
 
 def _registry_pids(config: Path) -> list[int]:

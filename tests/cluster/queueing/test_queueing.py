@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from dlcharts.cluster import ClusterHandle
-from dlcharts.cluster.addons import COSCHEDULER_NAME
+from dlcharts.cluster.addons.coscheduling import COSCHEDULER_NAME
 from dlcharts.helm import find_helm
 from dlcharts.install.diagnostics import diagnostics
 from dlcharts.install.kube import Kube

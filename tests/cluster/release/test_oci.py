@@ -1,5 +1,5 @@
 """The charts as OCI artifacts, end to end, on a registry set up like a production one: distribution v3 on
-127.0.0.1 with HTTPS from a throwaway CA and an htpasswd login (dlcharts.cluster.registry, secure mode).
+127.0.0.1 with HTTPS from a throwaway CA and an htpasswd login (dlcharts.host.registry, secure mode).
 
 Every chart is packaged and signed once, then pushed twice: with its .prov to ``oci://<registry>/dl-charts``
 (what ``make repo-oci`` publishes) and without it to ``oci://<registry>/dl-charts-plain``, because Helm 3.18.0,
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from dlcharts.cli import main
-from dlcharts.cluster.registry import Registry, RegistryStatus
-from dlcharts.cluster.registry_access import Access
 from dlcharts.helm import Helm, find_helm
+from dlcharts.host.registry import Registry, RegistryStatus
+from dlcharts.host.registry_access import Access
 from dlcharts.release.oci import OciTarget, Published, publish
 from dlcharts.release.repository import Package, RepositoryError, ThrowawayKey, helm_env, package_charts, run_helm
 from dlcharts.render import Renderer, parse_manifest

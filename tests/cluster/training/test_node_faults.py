@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from dlcharts.cluster import ClusterHandle, faults, poll, procs
+from dlcharts.cluster import ClusterHandle, faults, poll
+from dlcharts.host import procs
 from dlcharts.install import Kube
 
 pytestmark = pytest.mark.cluster

@@ -107,9 +107,9 @@ def test_oci_commands_from_a_fresh_clone(clone: Path, cluster: Any, kube: Kube, 
     The registry lives in a cache folder of its own (its bin/ is the shared one), helm's homes in tmp_path."""
     import yaml
 
-    from dlcharts.cluster.binaries import cache_dir
-    from dlcharts.cluster.registry import Registry
+    from dlcharts.host.registry import Registry
     from dlcharts.release.repository import helm_env
+    from dlcharts.toolchain import cache_root
 
     commands = readme_block_with(OCI_FIRST)
     assert commands[0] == OCI_FIRST, commands
@@ -119,7 +119,7 @@ def test_oci_commands_from_a_fresh_clone(clone: Path, cluster: Any, kube: Kube, 
     os.utime(clone / "pyproject.toml", (0, 0))  # `make` must not reinstall the shared virtualenv from the clone
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "bin").symlink_to(cache_dir() / "bin")
+    (cache / "bin").symlink_to(cache_root() / "bin")
     namespace = f"readme-oci-{uuid.uuid4().hex[:6]}"
     create_namespace(kube, namespace, "restricted")
     env = {**helm_env(tmp_path / "helm"), "DLCHARTS_CACHE": str(cache), "KUBECONFIG": str(cluster.kubeconfig),

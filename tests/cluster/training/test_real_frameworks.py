@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from dlcharts import run
 from dlcharts.cluster import ClusterHandle
 from dlcharts.install import Kube
+from dlcharts.jobs import run
 from tests.support import CHARTS
 from tests.support.real_node import assert_spread
 
@@ -155,7 +155,7 @@ def test_pytorch_elastic_worker_deleted_mid_run_rejoins_without_ending_the_job(
 
 
 def mpi4py_command(steps: int, pause: float) -> str:
-    """dlcharts.run's mpi4py allreduce (every rank names its host, allreduces each step, checks the last sum) as a
+    """dlcharts.jobs.run's mpi4py allreduce (every rank names its host, allreduces each step, checks the last sum) as a
     JSON list for ``--set-json <chart's program value>=...``."""
     return json.dumps(run.mpi4py_program(steps, pause))
 
@@ -170,7 +170,7 @@ def pod_times(kubeconfig: object, namespace: str, release: str) -> tuple[float, 
         for status in pod["status"].get("containerStatuses") or []:
             ended = (status.get("state") or {}).get("terminated")
             if status["name"] == main and ended:
-                ends[pod["metadata"]["name"]] = run._time(ended["finishedAt"]).timestamp()
+                ends[pod["metadata"]["name"]] = run.parse_time(ended["finishedAt"]).timestamp()
     launcher = [t for name, t in ends.items() if name.startswith(f"{release}-launcher-")]
     assert launcher and ends, ends
     return max(launcher), max(ends.values())

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts import run
 from dlcharts.cluster import ClusterHandle
 from dlcharts.helm import find_helm
 from dlcharts.install import ChartSource, Kube, Release, install, wait_ready
 from dlcharts.install.state import job_outcome
+from dlcharts.jobs import run
 from dlcharts.waiting import poll
 from tests.support import CHARTS
 from tests.support import cluster as cluster_env

@@ -13,12 +13,12 @@ import uuid
 
 import pytest
 
-from dlcharts import run
 from dlcharts.cluster import ClusterHandle
 from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.install.podsecurity import chart_pod_security
+from dlcharts.jobs import run
 from tests.support import CHARTS
 
 pytestmark = pytest.mark.cluster

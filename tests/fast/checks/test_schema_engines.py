@@ -12,7 +12,7 @@ import random
 import pytest
 
 from dlcharts.render import Renderer
-from dlcharts.schemas import _fast_validator_for, schema_set_for, validator_for
+from dlcharts.schemas import fast_validator_for, schema_set_for, validator_for
 from dlcharts.suite import all_scenarios
 from tests.support import CHARTS
 
@@ -54,7 +54,7 @@ def test_fast_engine_never_accepts_what_the_reference_rejects(objects):
     rng = random.Random(7)
     checked = 0
     for obj in objects:
-        fast = _fast_validator_for(schema_set, obj.key.api_version, obj.kind)
+        fast = fast_validator_for(schema_set, obj.key.api_version, obj.kind)
         reference = validator_for(schema_set, obj.key.api_version, obj.kind)
         assert fast is not None and reference is not None, obj.ref()
         for body in [obj.body, *mutations(obj.body, rng)]:

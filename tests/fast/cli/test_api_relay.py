@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dlcharts import run
-from dlcharts.cluster import pki
+from dlcharts.host import pki
+from dlcharts.jobs import run
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from dlcharts import run
 from dlcharts.cli import build_parser, main
 from dlcharts.cluster import node
 from dlcharts.errors import DLChartsError
@@ -16,6 +15,7 @@ from dlcharts.helm import find_helm
 from dlcharts.images.definitions import IMAGES
 from dlcharts.install import Release
 from dlcharts.install.kube import Response
+from dlcharts.jobs import run
 from tests.support import CHARTS
 
 
@@ -127,7 +127,7 @@ def test_summary_of_a_success_says_when_every_pod_had_ended() -> None:
 
 
 class _Listing:
-    """What run._pods reads of the API: one listing of pods."""
+    """What run.release_pods reads of the API: one listing of pods."""
 
     def __init__(self, *pods: dict[str, object]) -> None:
         self.pods = list(pods)
@@ -142,7 +142,7 @@ def test_pods_deleted_by_their_job_keep_their_row_as_deleted() -> None:
     # exited but whose pod has not reached Succeeded yet: the table still shows them, with their exit code
     listing = _Listing(_pod("w-0", "Succeeded", 0))
     seen = {"w-0": _pod("w-0", "Running", None), "w-1": _pod("w-1", "Running", 0), "w-2": _pod("w-2", "Running", None)}
-    pods = run._pods(listing, "ns", "tf-train", seen)  # type: ignore[arg-type]
+    pods = run.release_pods(listing, "ns", "tf-train", seen)  # type: ignore[arg-type]
     assert [(p.name, p.phase, p.exit_code) for p in pods] == [
         ("w-0", "Succeeded", 0),
         ("w-1", "Deleted", 0),
@@ -156,7 +156,7 @@ def test_pods_deleted_by_their_job_keep_their_row_as_deleted() -> None:
 def test_the_start_watch_is_left_out_of_the_pods_and_its_verdict_ends_a_failed_summary() -> None:
     watch = _pod("tf-train-start-watch-x", "Succeeded", 0)
     watch["metadata"]["labels"] = {"app.kubernetes.io/component": "start-watch"}  # type: ignore[index]
-    pods = run._pods(_Listing(_pod("w-0", "Running", None), watch), "ns", "tf-train")  # type: ignore[arg-type]
+    pods = run.release_pods(_Listing(_pod("w-0", "Running", None), watch), "ns", "tf-train")  # type: ignore[arg-type]
     assert [p.name for p in pods] == ["w-0"]
     aftermath = [
         "start watch: 1 pod(s) of release tf-train did not start ...",

@@ -15,7 +15,9 @@ from dlcharts.cluster import (
     default_node_pools,
     require_binaries,
 )
-from dlcharts.cluster.binaries import (
+from dlcharts.cluster.config import node_objects, stage_documents
+from dlcharts.errors import ClusterError
+from dlcharts.host.binaries import (
     ADDON_BINARIES,
     OLDEST_KUBERNETES_VERSION,
     TABLE,
@@ -24,8 +26,6 @@ from dlcharts.cluster.binaries import (
     control_plane_binaries,
     read_versions,
 )
-from dlcharts.cluster.config import node_objects, stage_documents
-from dlcharts.errors import ClusterError
 from tests.support import ROOT as REPO
 
 

@@ -1,5 +1,5 @@
-"""The training operators of the benchmark (dlcharts.cluster.operators, bench/operators.py): built only when named,
-installed with their webhooks on 127.0.0.1, and their jobs made from our charts' render."""
+"""The training operators of the benchmark (dlcharts.cluster.addons.operators, bench/operators.py): built only when
+named, installed with their webhooks on 127.0.0.1, and their jobs made from our charts' render."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from bench import operators as bench_ops
-from dlcharts import run
-from dlcharts.cluster import binaries, operators
-from dlcharts.cluster.addons import ALL, _addon
+from dlcharts.cluster.addons import ALL, addon_of, operators
 from dlcharts.errors import ClusterError
+from dlcharts.host import binaries
+from dlcharts.jobs import run
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,7 +35,7 @@ def test_missing_operators_name_their_build(tmp_path: Path) -> None:
 def test_trainer_brings_jobset_first_and_processes_map_to_their_addon() -> None:
     assert operators.with_needs(("trainer", "mpi-operator")) == ("jobset", "trainer", "mpi-operator")
     assert operators.with_needs(("jobset", "trainer")) == ("jobset", "trainer")
-    assert [_addon(p) for p in ("coscheduling-controller", "training-operator", "mpi-operator", "kueue")] == [
+    assert [addon_of(p) for p in ("coscheduling-controller", "training-operator", "mpi-operator", "kueue")] == [
         "coscheduling", "training-operator", "mpi-operator", "kueue",
     ]  # fmt: skip
     assert ALL[-len(operators.OPERATORS) :] == operators.OPERATORS

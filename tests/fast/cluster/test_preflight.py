@@ -1,4 +1,4 @@
-"""dlcharts.cluster.preflight: every precondition found at once, each with its fix, before any build."""
+"""dlcharts.host.preflight: every precondition found at once, each with its fix, before any build."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from dlcharts import gobuild
-from dlcharts.cluster import preflight
 from dlcharts.errors import ClusterError
+from dlcharts.host import preflight
 from tests.support import ROOT
 
 
@@ -92,4 +92,4 @@ def test_disk_need_grows_with_what_is_missing(tmp_path: Path, monkeypatch: pytes
 def test_make_packages_reads_the_same_list() -> None:
     """The Makefile's install step and the Python check share host-packages.txt (one list)."""
     makefile = (ROOT / "Makefile").read_text()
-    assert "HOST_PACKAGES := src/dlcharts/cluster/host-packages.txt" in makefile
+    assert "HOST_PACKAGES := src/dlcharts/host/host-packages.txt" in makefile

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts import importer
 from dlcharts.cli import main
+from dlcharts.jobs import importer
 from dlcharts.podenv import container_env, main_container
 from tests.support import CHARTS
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlcharts.release.changes import GitError, check_version_bumps, resolve_base
+from dlcharts.release.changes import check_version_bumps
 from dlcharts.release.cli import main as release_main
 from dlcharts.release.semver import InvalidVersion, Version
+from dlcharts.utils.git import GitError, resolve_base
 from tests.support import CHARTS, ROOT
 
 GIT_IDENTITY = ["-c", "user.name=dl-charts tests", "-c", "user.email=tests@dl-charts.invalid", "-c",

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from dlcharts import run, sweep
 from dlcharts.cli import main
 from dlcharts.helm import find_helm
+from dlcharts.jobs import run, sweep
 from tests.support import CHARTS, ROOT
 
 LENET = ROOT / "bench" / "sweeps" / "lenet.yaml"

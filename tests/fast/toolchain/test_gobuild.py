@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from dlcharts import gobuild, native
-from dlcharts.cluster import binaries
 from dlcharts.errors import ClusterError, ToolchainError
 from dlcharts.gobuild import Committed, Spec, Wrapper
+from dlcharts.host import binaries
 
 FAKE_GO = """#!/bin/sh
 # a stand-in for go: records its arguments and environment, then does what the build needs
@@ -101,7 +101,7 @@ def test_a_checked_build_is_hashed_again_once_it_changes(tmp_path: Path, monkeyp
     assert gobuild.missing([spec]) == []
     verified = binary.with_name("helm4-render.verified")
     assert verified.is_file()
-    monkeypatch.setattr(gobuild, "sha256_of", lambda path: pytest.fail(f"{path} hashed again"))
+    monkeypatch.setattr(gobuild, "sha256_file", lambda path: pytest.fail(f"{path} hashed again"))
     assert gobuild.missing([spec]) == []  # from the stamp
     monkeypatch.undo()
     monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path))

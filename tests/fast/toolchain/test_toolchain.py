@@ -7,6 +7,7 @@ import pytest
 from dlcharts import helm as helm_mod
 from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
+from dlcharts.utils.digest import sha256_file
 from tests.support import ROOT
 
 
@@ -21,7 +22,7 @@ def _fresh_helm_lookup():
 def test_installed_binaries_match_their_pins():
     for key, tool in toolchain.TOOLS.items():
         path = toolchain.binary_path(key)
-        assert toolchain.sha256_of(path) == tool.sha256, key
+        assert sha256_file(path) == tool.sha256, key
 
 
 @pytest.mark.parametrize("key", toolchain.HELM_MATRIX)

@@ -22,8 +22,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dlcharts import gobuild
-from dlcharts.cluster import registry
 from dlcharts.errors import ClusterError
+from dlcharts.host import registry
+from dlcharts.utils.net import port_free
 
 HOST_PACKAGES_FILE = Path(__file__).with_name("host-packages.txt")
 GIB = 1 << 30
@@ -125,7 +126,7 @@ def problems(
     if port:
         if not port.isdigit() or not 0 < int(port) < 65536:
             found.append(f"DLCHARTS_REGISTRY_PORT={port!r} is not a port number: unset it, or set 1-65535")
-        elif not registry.port_free(int(port)) and not _registry_of_ours_running(cache):
+        elif not port_free(int(port)) and not _registry_of_ours_running(cache):
             found.append(
                 f"DLCHARTS_REGISTRY_PORT={port} is taken by another program: unset it (a free port is chosen) "
                 "or pick a free one"

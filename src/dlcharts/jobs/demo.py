@@ -1,5 +1,5 @@
 """The main job (`make demo`): `helm install tf-train charts/tensorflow-dist --set worker=4` trains for real on the
-embedded cluster's real node (through :mod:`dlcharts.run`), then the same chart with its GPU defaults is placed
+embedded cluster's real node (through :mod:`dlcharts.jobs.run`), then the same chart with its GPU defaults is placed
 on the fake GPU nodes, to show where GPU workers land."""
 
 from __future__ import annotations
@@ -7,14 +7,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dlcharts import run, toolchain
-from dlcharts.cluster import binaries, preflight
+from dlcharts import toolchain
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
 from dlcharts.errors import DLChartsError
 from dlcharts.helm import find_helm
+from dlcharts.host import binaries, preflight
 from dlcharts.install import ChartSource, Kube, Release, install, wait_ready
 from dlcharts.install.state import INSTANCE_LABEL
+from dlcharts.jobs import run
 from dlcharts.podenv import start_container
 from dlcharts.waiting import duration
 

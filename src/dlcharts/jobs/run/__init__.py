@@ -170,7 +170,7 @@ def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
     (``startWatch.apiServer``). It serves a certificate for that address signed by the cluster CA (the one in the
     pods' service account ``ca.crt``), and passes each connection, TLS again, to ``server``; the pod's own token
     authenticates it there. Yields the relay's URL; it stops with the block."""
-    from dlcharts.cluster import pki
+    from dlcharts.host import pki
 
     certs = state_dir / "api-relay"
     ca = pki.sign(state_dir, certs / "tls.crt", certs / "tls.key", "/CN=dlcharts-api-relay", [f"IP:{address}"])
@@ -252,7 +252,7 @@ class PodOutcome:
             if container["name"] == main and ended:
                 exit_code = int(ended.get("exitCode", -1))
                 if ended.get("startedAt") and ended.get("finishedAt"):
-                    seconds = (_time(ended["finishedAt"]) - _time(ended["startedAt"])).total_seconds()
+                    seconds = (parse_time(ended["finishedAt"]) - parse_time(ended["startedAt"])).total_seconds()
         return cls(
             pod["metadata"]["name"],
             pod["spec"].get("nodeName") or "-",
@@ -277,7 +277,7 @@ class RunResult:
     aftermath: list[str] = dataclasses.field(default_factory=list)
 
 
-def _time(text: str) -> datetime.datetime:
+def parse_time(text: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
@@ -367,7 +367,7 @@ class LogStream:
 DELETED = "Deleted"
 
 
-def _pods(
+def release_pods(
     kube: Kube, namespace: str, release: str, seen: Mapping[str, dict[str, Any]] | None = None
 ) -> list[PodOutcome]:
     """The release's pods, and those of ``seen`` (name -> last state) that are gone, in phase Deleted."""
@@ -386,7 +386,7 @@ def is_start_watch(obj: Mapping[str, Any]) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL) == "start-watch"
 
 
-def _jobs(kube: Kube, namespace: str, release: str) -> dict[str, str]:
+def job_verdicts(kube: Kube, namespace: str, release: str) -> dict[str, str]:
     """Each training Job's deciding condition (Complete, SuccessCriteriaMet, Failed, FailureTarget) or "running"
     (the start watch's Job left out)."""
     out = {}
@@ -491,11 +491,11 @@ def run_job(
             problem = str(exc)
         settled = _settle(kube, release) if readiness is not None else None
         aftermath = [] if readiness is not None else _aftermath(kube, release, started, write)
-    jobs = _jobs(kube, release.namespace, release.name)
+    jobs = job_verdicts(kube, release.namespace, release.name)
     ok = readiness is not None and bool(jobs) and all(s in ("Complete", "SuccessCriteriaMet") for s in jobs.values())
     if readiness is not None and not jobs:
         problem = f"release {release.name} has no Job: nothing ran to completion (is {chart} a training chart?)"
-    pods = _pods(kube, release.namespace, release.name, logs.seen)
+    pods = release_pods(kube, release.namespace, release.name, logs.seen)
     return RunResult(ok, time.monotonic() - started, pods, jobs, problem, settled, aftermath)
 
 
@@ -507,7 +507,7 @@ SETTLE_SECONDS = 120.0
 def _settle(kube: Kube, release: Release) -> float | None:
     started = time.monotonic()
     while time.monotonic() - started < SETTLE_SECONDS:
-        if not any(p.phase in ("Pending", "Running") for p in _pods(kube, release.namespace, release.name)):
+        if not any(p.phase in ("Pending", "Running") for p in release_pods(kube, release.namespace, release.name)):
             return time.monotonic() - started
         time.sleep(1.0)
     return None
@@ -533,7 +533,7 @@ def _aftermath(kube: Kube, release: Release, started: float, write: Write) -> li
     spec = watch[0]["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in spec.get("env") or []}
     bound = int(env.get("DL_START_TIMEOUT") or 0) + int(env.get("DL_START_INTERVAL") or 0) + START_WATCH_MARGIN
-    begun = [_time(j["status"]["startTime"]).timestamp() for j in jobs if (j.get("status") or {}).get("startTime")]
+    begun = [parse_time(j["status"]["startTime"]).timestamp() for j in jobs if (j.get("status") or {}).get("startTime")]
     deadline = time.monotonic() + max(0.0, (max(begun) if begun else time.time()) + bound - time.time())
     write(f"waiting up to {deadline - time.monotonic():.0f}s for the release's start watch to end every pod")
     live: list[dict[str, Any]] = []

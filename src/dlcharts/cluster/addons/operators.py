@@ -37,16 +37,15 @@ from __future__ import annotations
 import base64
 import copy
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from dlcharts.cluster import pki, procs
+from dlcharts.cluster.addons.common import Workspace, chart_objects, url_client_config, wait_established
 from dlcharts.errors import ClusterError
+from dlcharts.host import pki
 from dlcharts.install.kube import Kube
-
-if TYPE_CHECKING:
-    from dlcharts.cluster.addons import Addons
+from dlcharts.utils.net import free_port
 
 OPERATORS: tuple[str, ...] = ("training-operator", "mpi-operator", "jobset", "trainer")
 #: what each operator needs running first
@@ -93,13 +92,6 @@ def with_needs(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def start(addons: Addons, name: str, kube: Kube, kubeconfig: Path, exe: Path, timeout: float) -> None:
-    """Install operator ``name`` from the manifests beside ``exe`` and start its process."""
-    starters = {"training-operator": _training_operator, "mpi-operator": _mpi_operator, "jobset": _jobset,
-                "trainer": _trainer}  # fmt: skip
-    starters[name](addons, kube, kubeconfig, exe, timeout)
-
-
 def _manifests(exe: Path, *parts: str) -> Path:
     path = exe.parent.joinpath("manifests", *parts)
     if not path.exists():
@@ -116,8 +108,6 @@ def _namespace(kube: Kube, name: str) -> None:
 
 
 def _crds(kube: Kube, docs: list[dict[str, Any]], timeout: float) -> None:
-    from dlcharts.cluster.addons import wait_established
-
     crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     for crd in crds:
         kube.apply(crd)
@@ -130,9 +120,7 @@ def webhook_configurations(
     """The webhook configurations of ``docs``, each webhook calling ``https://127.0.0.1:<port><path>`` with the CA
     ``ca`` instead of a Service; named ``<prefix><name>`` (kustomize's namePrefix, which the raw manifests lack);
     with ``keep``, only the webhooks whose rules name one of those resources."""
-    from dlcharts.cluster.addons import _url_client_config
-
-    to_url = _url_client_config(port, base64.b64encode(ca).decode())
+    to_url = url_client_config(port, base64.b64encode(ca).decode())
     out = []
     for doc in docs:
         if doc["kind"] not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
@@ -158,20 +146,9 @@ def _bind_cert_dir(certs: Path, argv: list[str]) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind, *argv]
 
 
-def _spawn(addons: Addons, name: str, argv: list[str], kubeconfig: Path, **env: str) -> None:
-    from dlcharts.cluster.addons import _env
-
-    procs.spawn(name, argv, addons.pid_dir, addons.logs_dir / f"{name}.log", env={**_env(kubeconfig), **env})
-
-
-def _free_port() -> int:
-    from dlcharts.cluster.addons import _free_port as free
-
-    return free()
-
-
 # ----- training-operator (v1) ------------------------------------------------------------------------------------
-def _training_operator(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, timeout: float) -> None:
+def _training_operator(addons: Workspace, kube: Kube, kubeconfig: Path, exes: dict[str, Path], timeout: float) -> None:
+    exe = exes["training-operator"]
     crds = _manifests(exe, "crds")
     _crds(kube, [d for f in TRAINING_OPERATOR_SCHEMES.values() for d in _load(crds / f)], timeout)
     _namespace(kube, KUBEFLOW_NAMESPACE)
@@ -186,7 +163,7 @@ def _training_operator(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, 
         "metadata": {"name": "training-operator-webhook-cert", "namespace": KUBEFLOW_NAMESPACE},
         "data": {key: base64.b64encode(path.read_bytes()).decode() for key, path in files.items()},
     })  # fmt: skip
-    port, health = _free_port(), _free_port()
+    port, health = free_port(), free_port()
     docs = _load(_manifests(exe, "manifests.yaml"))
     for doc in webhook_configurations(docs, port, ca.read_bytes(), keep=("tfjobs", "pytorchjobs")):
         doc["metadata"]["name"] = TRAINING_OPERATOR_VWC  # the one the rotator injects its CA into
@@ -198,11 +175,11 @@ def _training_operator(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, 
         (work / "init-container.yaml").write_text(PYTORCH_INIT_TEMPLATE)
         argv += [f"--pytorch-init-container-image={registry}",
                  f"--pytorch-init-container-template-file={work / 'init-container.yaml'}"]  # fmt: skip
-    _spawn(addons, "training-operator", _bind_cert_dir(certs, argv), kubeconfig, MY_POD_NAMESPACE=KUBEFLOW_NAMESPACE)
-    addons._wait_serving("training-operator", f"http://127.0.0.1:{health}/readyz", timeout)
+    addons.spawn("training-operator", _bind_cert_dir(certs, argv), kubeconfig, MY_POD_NAMESPACE=KUBEFLOW_NAMESPACE)
+    addons.wait_serving("training-operator", f"http://127.0.0.1:{health}/readyz", timeout)
 
 
-def _node_busybox(addons: Addons) -> str:
+def _node_busybox(addons: Workspace) -> str:
     """The cluster registry's busybox image (it has nslookup), or "" for a cluster without a real node."""
     from dlcharts.cluster import node_registry
     from dlcharts.images.definitions import IMAGES
@@ -212,25 +189,25 @@ def _node_busybox(addons: Addons) -> str:
 
 
 # ----- mpi-operator (MPIJob v2beta1) ------------------------------------------------------------------------------
-def _mpi_operator(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, timeout: float) -> None:
+def _mpi_operator(addons: Workspace, kube: Kube, kubeconfig: Path, exes: dict[str, Path], timeout: float) -> None:
+    exe = exes["mpi-operator"]
     _crds(kube, _load(_manifests(exe, "kubeflow.org_mpijobs.yaml")), timeout)
     _namespace(kube, MPI_OPERATOR_NAMESPACE)
     argv = [str(exe), "-alsologtostderr", f"--kubeConfig={kubeconfig}", f"--lock-namespace={MPI_OPERATOR_NAMESPACE}"]
-    _spawn(addons, "mpi-operator", argv, kubeconfig)
-    addons._wait_serving("mpi-operator", f"http://127.0.0.1:{MPI_OPERATOR_HEALTH_PORT}/healthz", timeout)
+    addons.spawn("mpi-operator", argv, kubeconfig)
+    addons.wait_serving("mpi-operator", f"http://127.0.0.1:{MPI_OPERATOR_HEALTH_PORT}/healthz", timeout)
 
 
 # ----- JobSet -----------------------------------------------------------------------------------------------------
-def _jobset(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, timeout: float) -> None:
-    from dlcharts.cluster.addons import chart_objects
-
+def _jobset(addons: Workspace, kube: Kube, kubeconfig: Path, exes: dict[str, Path], timeout: float) -> None:
+    exe = exes["jobset"]
     docs = chart_objects(_manifests(exe, "jobset"), "jobset", JOBSET_NAMESPACE, include_crds=True)
     _namespace(kube, JOBSET_NAMESPACE)
     _crds(kube, docs, timeout)
     work = addons.dir / "jobset"
     certs = work / "certs"
     ca = pki.sign(addons.state_dir, certs / "tls.crt", certs / "tls.key", "/CN=jobset-webhook", ["IP:127.0.0.1"])
-    port, health = _free_port(), _free_port()
+    port, health = free_port(), free_port()
     maps = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config")]
     if len(maps) != 1 or len(maps[0].get("data") or {}) != 1:
         raise ClusterError("JobSet's chart rendered no single *-config ConfigMap with one file; its layout changed")
@@ -243,21 +220,22 @@ def _jobset(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, timeout: fl
         internalCertManagement={"enable": False},
     )
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    _spawn(addons, "jobset", [str(exe), f"--config={work / 'config.yaml'}"], kubeconfig)
-    addons._wait_serving("jobset", f"http://127.0.0.1:{health}/readyz", timeout)
+    addons.spawn("jobset", [str(exe), f"--config={work / 'config.yaml'}"], kubeconfig)
+    addons.wait_serving("jobset", f"http://127.0.0.1:{health}/readyz", timeout)
     for doc in webhook_configurations(docs, port, ca.read_bytes()):
         kube.apply(doc)
 
 
 # ----- Kubeflow Trainer v2 ----------------------------------------------------------------------------------------
-def _trainer(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, timeout: float) -> None:
+def _trainer(addons: Workspace, kube: Kube, kubeconfig: Path, exes: dict[str, Path], timeout: float) -> None:
+    exe = exes["trainer"]
     crds = _manifests(exe, "crds")
     _crds(kube, [d for f in sorted(crds.glob("trainer.kubeflow.org_*.yaml")) for d in _load(f)], timeout)
     _namespace(kube, KUBEFLOW_NAMESPACE)
     work = addons.dir / "trainer"
     certs = work / "certs"
     ca = pki.sign(addons.state_dir, certs / "tls.crt", certs / "tls.key", "/CN=trainer-webhook", ["IP:127.0.0.1"])
-    port, health, status = _free_port(), _free_port(), _free_port()
+    port, health, status = free_port(), free_port(), free_port()
     config = _load(_manifests(exe, "controller_manager_config.yaml"))[0]
     config.update(
         webhook={"host": "127.0.0.1", "port": port},
@@ -270,11 +248,16 @@ def _trainer(addons: Addons, kube: Kube, kubeconfig: Path, exe: Path, timeout: f
     work.mkdir(parents=True, exist_ok=True)
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     argv = [str(exe), f"--config={work / 'config.yaml'}"]
-    _spawn(addons, "trainer", _bind_cert_dir(certs, argv), kubeconfig, POD_NAMESPACE=KUBEFLOW_NAMESPACE)
-    addons._wait_serving("trainer", f"http://127.0.0.1:{health}/readyz", timeout)
+    addons.spawn("trainer", _bind_cert_dir(certs, argv), kubeconfig, POD_NAMESPACE=KUBEFLOW_NAMESPACE)
+    addons.wait_serving("trainer", f"http://127.0.0.1:{health}/readyz", timeout)
     for doc in webhook_configurations(_load(_manifests(exe, "manifests.yaml")), port, ca.read_bytes(), "trainer-"):
         kube.apply(doc)
     runtimes = _manifests(exe, "runtimes")
     for name in TRAINER_RUNTIMES:
         for doc in _load(runtimes / name):
             kube.apply(doc)
+
+
+#: how each operator installs and starts (dlcharts.cluster.addons.STARTERS)
+STARTERS = {"training-operator": _training_operator, "mpi-operator": _mpi_operator, "jobset": _jobset,
+            "trainer": _trainer}  # fmt: skip

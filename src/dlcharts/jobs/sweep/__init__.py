@@ -60,7 +60,6 @@ import contextlib
 import copy
 import csv
 import dataclasses
-import hashlib
 import itertools
 import json
 import math
@@ -81,6 +80,7 @@ import yaml
 
 from dlcharts.errors import ClusterError, DLChartsError
 from dlcharts.helm import Helm
+from dlcharts.utils.digest import json_digest
 
 Write = Callable[[str], None]
 
@@ -193,7 +193,7 @@ class Sweep:
         return self.goal is not None and (value >= self.goal if self.maximize else value <= self.goal)
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.spec, sort_keys=True).encode()).hexdigest()[:16]
+        return json_digest(self.spec, 16)
 
 
 def _number(where: str, value: Any, *, integer: bool = False, positive: bool = False) -> Any:
@@ -337,7 +337,7 @@ def substitute(values: Any, params: dict[str, Any]) -> Any:
         whole = PLACEHOLDER.fullmatch(values)
         if whole:
             return params[whole.group(1)]
-        return PLACEHOLDER.sub(lambda m: _text(params[m.group(1)]), values)
+        return PLACEHOLDER.sub(lambda m: value_text(params[m.group(1)]), values)
     return values
 
 
@@ -356,7 +356,7 @@ def placeholder_paths(values: Any, pointer: str = "", dotted: str = "") -> dict[
     return found
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
@@ -533,7 +533,7 @@ def median_stop(sweep: Sweep, trial: Trial, completed: Sequence[Trial]) -> str:
 
 
 class Runner:
-    """Runs the trials of ``sweep`` on a :class:`dlcharts.run.Session`, keeping ``out/state.json``."""
+    """Runs the trials of ``sweep`` on a :class:`dlcharts.jobs.run.Session`, keeping ``out/state.json``."""
 
     def __init__(self, sweep: Sweep, ready: Any, helm_args: Sequence[str], out: Path, *, keep: bool = False,
                  resume: bool = False, write: Write = print, poll: float = 2.0) -> None:  # fmt: skip
@@ -582,7 +582,7 @@ class Runner:
     # one trial, in its own thread
     def _run(self, trial: Trial) -> None:
         from dlcharts.install import ChartSource, install, namespace_inventory, uninstall, wait_uninstalled
-        from dlcharts.run import LogStream, _jobs, replace_release
+        from dlcharts.jobs.run import LogStream, job_verdicts, replace_release
 
         ready, release = self.ready, self.ready.release(trial.release)
         values = substitute(copy.deepcopy(self.sweep.values), trial.params)
@@ -597,7 +597,9 @@ class Runner:
                 source = ChartSource(ready.chart, values_files=(cpu, template), extra_args=tuple(self.helm_args))
                 with LogStream(release.kubeconfig, release.namespace, release.name, reader):
                     install(ready.kube, release, source)
-                    state, reason = self._watch(trial, lambda: _jobs(ready.kube, release.namespace, release.name))
+                    state, reason = self._watch(
+                        trial, lambda: job_verdicts(ready.kube, release.namespace, release.name)
+                    )
             with self.lock:
                 trial.state, trial.reason, trial.ended = state, reason, time.time()
         except (ClusterError, DLChartsError) as exc:
@@ -759,7 +761,7 @@ def table(runner: Runner) -> str:
             seen = t.observations.get(sweep.metric) or []
             took = t.seconds if t.seconds is not None else (time.time() - t.started if t.started else None)
             rows.append([
-                str(t.index), *(_text(t.params[n]) for n in names), t.state,
+                str(t.index), *(value_text(t.params[n]) for n in names), t.state,
                 f"{seen[-1][1]:.6g}" if seen else "-", f"{seen[-1][0]:g}" if seen else "-",
                 "-" if took is None else f"{took:.0f}",
             ])  # fmt: skip
@@ -786,7 +788,7 @@ class LiveTable:
             for t in runner.trials:
                 if self._states.get(t.index) != t.state:
                     self._states[t.index] = t.state
-                    params = " ".join(f"{k}={_text(v)}" for k, v in t.params.items())
+                    params = " ".join(f"{k}={value_text(v)}" for k, v in t.params.items())
                     value = f" {runner.sweep.metric}={t.value:.6g}" if t.value is not None else ""
                     why = f" ({t.reason})" if t.reason else ""
                     self.stream.write(f"trial {t.index} {t.state}: {params}{value}{why}\n")
@@ -819,7 +821,7 @@ def write_results(runner: Runner, chart: Path, helm_args: Sequence[str]) -> list
             f"# trial {best.index} of sweep {sweep.name}: {sweep.metric}={best.value:.6g}\n"
             + yaml.safe_dump(values, sort_keys=False)
         )
-        params = ", ".join(f"{k}={_text(v)}" for k, v in best.params.items())
+        params = ", ".join(f"{k}={value_text(v)}" for k, v in best.params.items())
         lines.append(f"best: trial {best.index} {sweep.metric}={best.value:.6g} with {params}")
         shown = " ".join(helm_args)
         lines.append(f"reproduce: dlcharts run {chart} -f {out / 'best-values.yaml'} {shown}".rstrip())
@@ -884,7 +886,7 @@ def check_parameters(
                         f"write it in a longer string, e.g. --{parameter.name}={placeholder})")  # fmt: skip
             values = json.dumps(substitute(copy.deepcopy(sweep.values), params), default=str)
             return SweepError(
-                f"parameter {parameter.name} = {_text(params[parameter.name])} is refused by {chart} (the trial's "
+                f"parameter {parameter.name} = {value_text(params[parameter.name])} is refused by {chart} (the trial's "
                 f"values: {values}):\n{why}\nNarrow {parameter.name}'s range or values in the sweep file, or change "
                 f"where ${{{parameter.name}}} goes. No trial was started."
             )
@@ -924,7 +926,7 @@ def sweep_main(
     show: Callable[[Runner], None] | None = None,
 ) -> int:
     """`dlcharts sweep`: see the module's docstring. Returns the exit code."""
-    from dlcharts import run
+    from dlcharts.jobs import run
 
     sweep = load(sweep_file)
     name = run.chart_name(chart)

@@ -30,7 +30,6 @@ from dlcharts.errors import ClusterError, DLChartsError
 from dlcharts.gobuild import Spec, Wrapper
 from dlcharts.pins import OLDEST as OLDEST
 from dlcharts.pins import VERSIONS_FILE
-from dlcharts.toolchain import cache_root
 
 #: the version keys in versions.env that the table below needs
 _PINS = ("KUBERNETES_VERSION", "OLDEST_KUBERNETES_VERSION", "KWOK_VERSION", "ETCD_VERSION", "COREDNS_VERSION",
@@ -50,7 +49,7 @@ CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not
 VERSIONED_BINARIES: tuple[str, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: the add-ons' binaries (dlcharts.cluster.addons), built on request: the ``addons`` group
 ADDON_BINARIES: tuple[str, ...] = ("kueue", "scheduler-plugins", "scheduler-plugins-controller")
-#: the training operators the benchmark compares the charts with (dlcharts.cluster.operators): the ``operators``
+#: the training operators the benchmark compares the charts with (dlcharts.cluster.addons.operators): the ``operators``
 #: group, built only when named (``make operators``), never by ``make control-plane`` or ``make test``
 OPERATOR_BINARIES: tuple[str, ...] = ("training-operator", "mpi-operator", "jobset", "trainer")
 
@@ -202,11 +201,6 @@ def control_plane_binaries(kubernetes_version: str = KUBERNETES_VERSION) -> tupl
         f"Kubernetes {kubernetes_version!r} is not one the embedded cluster runs; use {KUBERNETES_VERSION} (pinned) "
         f"or {OLDEST_KUBERNETES_VERSION} (the oldest minor the charts support)"
     )
-
-
-def cache_dir() -> Path:
-    """``$DLCHARTS_CACHE`` or ``~/.cache/dlcharts``: binaries under bin/, clusters under clusters/."""
-    return cache_root()
 
 
 @dataclasses.dataclass(frozen=True)

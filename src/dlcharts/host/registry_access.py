@@ -1,6 +1,6 @@
 """What makes a local registry look like a production one: TLS from a throwaway CA, and htpasswd logins.
 
-Each start of a secure :class:`dlcharts.cluster.registry.Registry` calls :func:`make_access` for a fresh set:
+Each start of a secure :class:`dlcharts.host.registry.Registry` calls :func:`make_access` for a fresh set:
 
 ``tls/ca.crt``
     the CA certificate clients trust (``helm --ca-file``, ``SSL_CERT_FILE``); the CA's private key is never

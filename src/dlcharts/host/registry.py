@@ -6,7 +6,7 @@ process; its storage, config, log and pid live under ``$DLCHARTS_CACHE/registry/
 (``~/.cache/dlcharts/registry``), so images and charts survive a restart.
 
 A ``secure`` registry is set up the way a production one is: HTTPS with a certificate from a throwaway CA made
-at each start, and htpasswd (bcrypt) logins (dlcharts.cluster.registry_access). ``dlcharts registry`` runs that
+at each start, and htpasswd (bcrypt) logins (dlcharts.host.registry_access). ``dlcharts registry`` runs that
 one: the charts of ``make repo-oci`` and the images of ``dlcharts images build --push`` go there. A cluster with
 a real node runs its own instance, plain HTTP on 127.0.0.1 without logins, with its state under
 ``registry/clusters/<name>/`` (dlcharts.cluster.node_registry): containerd and the kubelet pull from it.
@@ -24,23 +24,23 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
-from dlcharts.cluster import procs
-from dlcharts.cluster.binaries import VERSIONS, build_binaries, build_command, cache_dir
-from dlcharts.cluster.registry_access import Access, make_access
 from dlcharts.errors import ClusterError
+from dlcharts.host import procs
+from dlcharts.host.binaries import VERSIONS, build_binaries, build_command
+from dlcharts.host.registry_access import Access, make_access
+from dlcharts.toolchain import cache_root
+from dlcharts.utils.flock import locked
+from dlcharts.utils.net import free_port, port_free
 
 DISTRIBUTION_VERSION = VERSIONS.get("DISTRIBUTION_VERSION", "")
 CRANE_VERSION = VERSIONS.get("CRANE_VERSION", "")
@@ -55,7 +55,7 @@ def tool_path(name: str, cache: Path | None = None) -> Path:
     version = VERSIONS.get(_TOOLS[name])
     if not version:
         raise ClusterError(f"versions.env has no {_TOOLS[name]} pin; add it under the '# images' block")
-    root = cache if cache is not None else cache_dir()
+    root = cache if cache is not None else cache_root()
     return root / "bin" / f"{name}-{version}" / name
 
 
@@ -101,7 +101,7 @@ class Registry:
     def __init__(
         self, root: Path | None = None, port: int | None = None, *, use_env_port: bool = True, secure: bool = False
     ) -> None:
-        self.root = root if root is not None else cache_dir() / "registry"
+        self.root = root if root is not None else cache_root() / "registry"
         self.storage = self.root / "storage"
         self.log = self.root / "registry.log"
         self.pidfile = self.root / "registry.pid"
@@ -138,16 +138,9 @@ class Registry:
         running = pid is not None and bool(address) and _responds(address, access)
         return RegistryStatus(running, address, pid, self.root, self.storage, self.log, access)
 
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with (self.root / ".lock").open("w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            yield
-
     # ----- start / stop
     def start(self, timeout: float = 30) -> RegistryStatus:
-        with self._lock():
+        with locked(self.root / ".lock"):
             current = self.status()
             if current.running:
                 wanted = self.port
@@ -156,7 +149,7 @@ class Registry:
                     return current
                 self._stop()
             binary = require_tool("registry")
-            port = self.port or _remembered_port(self._state()) or _free_port()
+            port = self.port or _remembered_port(self._state()) or free_port()
             address = f"127.0.0.1:{port}"
             if not port_free(port):
                 raise ClusterError(
@@ -191,7 +184,7 @@ class Registry:
 
     def stop(self) -> bool:
         """Stop the registry; True when one was running. Storage stays."""
-        with self._lock():
+        with locked(self.root / ".lock"):
             return self._stop()
 
     def _stop(self, timeout: float = 15) -> bool:
@@ -233,23 +226,6 @@ def _remembered_port(state: dict[str, object]) -> int | None:
     if port.isdigit() and port_free(int(port)):
         return int(port)
     return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def port_free(port: int) -> bool:
-    """Whether a server can listen on 127.0.0.1:port (SO_REUSEADDR, as Go's listeners: TIME_WAIT is fine)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _responds(address: str, access: Access | None = None) -> bool:
