@@ -446,15 +446,14 @@ class Go:
 def _lock(folder: Path, out: TextIO | None) -> Iterator[None]:
     """One build at a time on this cache (the CLI and pytest workers may ask at once); the others wait."""
     path = folder / ".build.lock"
-    next_line = 0.0
+    next_line: float | None = None  # when the next progress line is due; None before the first
 
     def waiting(waited: float) -> None:
         nonlocal next_line
-        if waited >= next_line:
-            _say(
-                out, f"waiting for another build to finish (lock {path}){f': {duration(waited)}' if waited else ' ...'}"
-            )
-            next_line = waited + TICK_SECONDS
+        if next_line is None or waited >= next_line:
+            so_far = f": {duration(waited)}" if next_line is not None else " ..."
+            _say(out, f"waiting for another build to finish (lock {path}){so_far}")
+            next_line = (next_line or 0.0) + TICK_SECONDS
 
     with locked(path, waiting=waiting, poll=min(1.0, TICK_SECONDS)):
         yield
