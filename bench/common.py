@@ -21,15 +21,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dlcharts.images import definitions
-
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 PLOTS = BENCH / "plots"  # the PNGs results.md shows
 WORK = ROOT / "build" / "bench"  # gitignored: corpus, per-part raw JSON, logs
 MiB = 1024 * 1024
 KUBE_VERSION = "1.35.0"
-TRAINING_CHARTS = definitions.TRAINING_CHARTS
 
 T = TypeVar("T")
 

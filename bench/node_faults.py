@@ -32,6 +32,7 @@ from typing import Any
 
 from bench import common, model, results
 from bench.real_runs import SECTION, TITLE
+from dlcharts.catalogue import mpi4py_program
 from dlcharts.cluster import ClusterConfig, faults
 from dlcharts.cluster.embedded import ClusterHandle, EmbeddedCluster
 from dlcharts.helm import find_helm
@@ -60,7 +61,7 @@ CHARTS: dict[str, Case] = {
                        r"bench_mx: step \d+/", ("worker", 1)),
     "horovod-mpi": Case("horovod-mpi", ("--set", "worker=2"), r"iteration 0:", ("worker", 1)),
     "cntk-dist": Case("cntk-dist", ("--set", "worker=2", "--set-json",
-                                    f"cntk.python.command={json.dumps(run.mpi4py_program(600, 0.5))}"),
+                                    f"cntk.python.command={json.dumps(mpi4py_program(600, 0.5))}"),
                       r"mpi4py: step 3/", ("worker", 1)),
     "jax-dist": Case("jax-dist", ("--set", "worker=2", "--set", "benchmark.steps=100000"), r"bench_jax: step \d+/",
                      ("worker", 1)),

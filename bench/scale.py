@@ -36,6 +36,7 @@ import time
 from typing import Any
 
 from bench import common, model, results
+from dlcharts.catalogue import TRAINING_CHARTS
 
 SLICE_MAX = 100  # kube-controller-manager --max-endpoints-per-slice default
 
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(w) for w in args.workers.split(",")]
     rows = []
     started = time.perf_counter()
-    for chart_name in common.TRAINING_CHARTS:
+    for chart_name in TRAINING_CHARTS:
         chart = common.ROOT / "charts" / chart_name
         Renderer(helm).ensure_dependencies(chart)
         for workers in counts:
@@ -232,7 +233,7 @@ def section(s: dict[str, Any]) -> tuple[list[model.Block], list[dict[str, str]]]
         )
     lo, hi = min(s["workers"]), max(s["workers"])
     ratios, constant, growing = [], True, []
-    for chart in [c for c in common.TRAINING_CHARTS if any(r["chart"] == c for r in s["rows"])]:
+    for chart in [c for c in TRAINING_CHARTS if any(r["chart"] == c for r in s["rows"])]:
         mine = [r for r in s["rows"] if r["chart"] == chart]
         by_w = {r["workers"]: r for r in mine}
         if lo in by_w and hi in by_w:
@@ -290,7 +291,7 @@ def plot(s: dict[str, Any]) -> None:
     if plt is None:
         return
     rows = s["rows"]
-    charts = [c for c in common.TRAINING_CHARTS if any(r["chart"] == c for r in rows)]
+    charts = [c for c in TRAINING_CHARTS if any(r["chart"] == c for r in rows)]
     fig, axes = plt.subplots(2, 3, figsize=(14, 8))
     for ax, chart in zip(axes.flat, charts, strict=False):
         mine = sorted((r for r in rows if r["chart"] == chart), key=lambda r: r["workers"])

@@ -8,22 +8,14 @@ from typing import Any
 
 import pytest
 
+from dlcharts.catalogue import MPI_CHARTS, TRAINING_CHARTS
 from dlcharts.errors import RenderError
-from dlcharts.images.definitions import TRAINING_CHARTS
 from tests.support import CHARTS
 
 #: the training charts present in this tree
 TRAINING = [c for c in TRAINING_CHARTS if (CHARTS / c).is_dir()]
-
-#: the MPI charts (a launcher and sshd workers) and the value naming the program every rank runs
-MPI_PROGRAM = {
-    "horovod-mpi": "horovod.command",
-    "cntk-dist": "cntk.python.command",
-    "deepspeed-dist": "deepspeed.command",
-}
-MPI = [c for c in MPI_PROGRAM if c in TRAINING]
-#: what the MPI charts put after the program every rank runs (deepspeed-dist: the ds_config's path)
-MPI_PROGRAM_TAIL = {"deepspeed-dist": ["--deepspeed_config", "/opt/dl-charts/ds_config.json"]}
+#: the MPI charts (a launcher and sshd workers) present in this tree
+MPI = [c for c in MPI_CHARTS if c in TRAINING]
 
 #: what helm prints when a template dereferences something that is not there: a chart bug, never a refusal
 PANIC = ("nil pointer", "panic", "can't evaluate", "<nil>")

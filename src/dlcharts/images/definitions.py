@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
+from dlcharts.catalogue import image_values
+
 #: Debian suites the images are built from: the Python and glibc they ship, which decide the wheels.
 SUITES: dict[str, tuple[str, str]] = {
     "bookworm": ("3.11", "2.36"),
@@ -79,16 +81,6 @@ _MPI_CHECK = (
     "'from mpi4py import MPI; c = MPI.COMM_WORLD; assert c.allreduce(c.rank + 1) == 3'"
 )
 
-#: the training charts (each runs the peer-wait (busybox) and start-watch (python) images); bench and tests use it
-TRAINING_CHARTS = (
-    "tensorflow-dist",
-    "pytorch-dist",
-    "mxnet-dist",
-    "horovod-mpi",
-    "cntk-dist",
-    "jax-dist",
-    "deepspeed-dist",
-)
 # DeepSpeed's dependencies from PyPI (torch, numpy and packaging come from Debian: the venv sees them), and sympy
 # 1.13.1, which Debian's torch declares exactly (pip checks an installed requirement's own; trixie has 1.13.3)
 _DEEPSPEED_DEPS = (
@@ -137,9 +129,13 @@ class ImageDef:
     workdir: str = "/"
     env: tuple[str, ...] = ()
     differs: str = ""
-    check: str = ""
-    #: "<chart>:<values path>" of every image value this image stands for (tests/cluster/images checks the names)
-    values: tuple[str, ...] = ()  # a command run in the finished root file system to prove it works
+    check: str = ""  # a command run in the finished root file system to prove it works
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """``"<chart>:<values path>"`` of every image value this image stands for (dlcharts.catalogue; the
+        cluster tier checks that each names a value of its chart)."""
+        return image_values(self.name)
 
     @property
     def reference(self) -> str:
@@ -167,7 +163,6 @@ IMAGES: dict[str, ImageDef] = {
             tag="1.37.0",
             stands_for="peerWait.image busybox:1.37.0 (peer-wait init container, helm test pod; every training chart)",
             check="command -v nslookup >/dev/null && busybox | head -1 | grep -q 'v1.37.0'",
-            values=tuple(f"{chart}:peerWait.image" for chart in TRAINING_CHARTS),
             differs=(
                 "Debian trixie's busybox 1.37.0 (nslookup and the other applets Debian lacks in /usr/local/bin) on a "
                 "Debian minbase with python3, not the upstream static busybox image (larger: it is the root layer "
@@ -180,7 +175,6 @@ IMAGES: dict[str, ImageDef] = {
             tag="3.13-alpine",
             stands_for="startWatch.image python:3.13-alpine (the start watch; every training chart)",
             check="python3 -c 'import json, ssl, urllib.request'",
-            values=tuple(f"{chart}:startWatch.image" for chart in TRAINING_CHARTS),
             differs=(
                 "Debian trixie's python3 3.13 on the root file system the other images share, not Alpine: the start "
                 "watch needs only python3 and its standard library"
@@ -193,7 +187,6 @@ IMAGES: dict[str, ImageDef] = {
             stands_for="tensorflow-dist defaults.image tensorflow/tensorflow:2.21.0-gpu",
             requirements=("tensorflow-cpu==2.21.0",),
             cmd=("python3",),
-            values=("tensorflow-dist:defaults.image",),
             env=("TF_CPP_MIN_LOG_LEVEL=1",),
             check="python3 -c 'import tensorflow as tf; assert tf.__version__ == \"2.21.0\", tf.__version__'",
             differs="CPU build (PyPI tensorflow-cpu 2.21.0): the tag is the upstream CPU tag 2.21.0, not 2.21.0-gpu",
@@ -207,7 +200,6 @@ IMAGES: dict[str, ImageDef] = {
             # mxnet 1.9.1 asks for numpy<2 but uses np.bool, which numpy 1.24 removed
             requirements=("mxnet==1.9.1", "numpy<1.24"),
             cmd=("python3",),
-            values=("mxnet-dist:defaults.image",),
             packages=(*_BASE_PACKAGES, "libgomp1", "libquadmath0"),  # libmxnet.so links OpenMP and libquadmath
             check=(
                 'python3 -c \'import mxnet as mx; assert mx.__version__ == "1.9.1", mx.__version__; '
@@ -231,7 +223,6 @@ IMAGES: dict[str, ImageDef] = {
             # that default come from USE_LIBUV, as torch's env:// rendezvous already does; the image sets 0.
             hooks=(_BUSYBOX_APPLETS, _TORCH_TCPSTORE_USE_LIBUV),
             env=("USE_LIBUV=0",),
-            values=("pytorch-dist:defaults.image",),
             check=(
                 "command -v torchrun >/dev/null && python3 -c 'import datetime, torch, torch.distributed as d; "
                 'assert torch.__version__.startswith("2.6.0"), torch.__version__; assert d.is_gloo_available(); '
@@ -251,7 +242,6 @@ IMAGES: dict[str, ImageDef] = {
             stands_for="jax-dist defaults.image nvcr.io/nvidia/jax:25.10-py3",
             requirements=("jax==0.12.0.1", "jaxlib==0.12.0.1"),
             cmd=("python3",),
-            values=("jax-dist:defaults.image",),
             check=(
                 'python3 -c \'import jax; assert jax.__version__ == "0.12.0.1", jax.__version__; '
                 'jax.config.update("jax_cpu_collectives_implementation", "gloo"); '
@@ -278,7 +268,6 @@ IMAGES: dict[str, ImageDef] = {
             build_env=_HOROVOD_BUILD_ENV,
             system_site_packages=True,  # Debian's torch, torchvision and Horovod's Python dependencies
             cmd=("python3",),
-            values=("horovod-mpi:defaults.image",),
             check=(
                 "horovodrun --check-build | grep -q '\\[X\\] PyTorch' && "
                 "mpirun --allow-run-as-root --oversubscribe -np 2 python3 -c "
@@ -306,7 +295,6 @@ IMAGES: dict[str, ImageDef] = {
             system_site_packages=True,  # Debian's torch (and numpy, packaging), which DeepSpeed runs on
             cmd=("python3",),
             env=("USE_LIBUV=0", "DS_ACCELERATOR=cpu"),
-            values=("deepspeed-dist:defaults.image",),
             check=(
                 "command -v deepspeed sshd ssh >/dev/null && python3 -c 'import deepspeed, torch; "
                 'assert deepspeed.__version__ == "0.19.8", deepspeed.__version__; '
@@ -331,7 +319,6 @@ IMAGES: dict[str, ImageDef] = {
             hooks=(_BUSYBOX_APPLETS, _SSHD_LAYOUT),
             cmd=("python3",),
             user="0:0",  # as the CNTK images: the chart runs cntk-dist as root
-            values=("cntk-dist:defaults.image",),
             check=_MPI_CHECK,
             differs=(
                 "NOT CNTK: CNTK 2.7 has no wheel for any current Python (its last ones are for Python 3.5-3.6). Debian "

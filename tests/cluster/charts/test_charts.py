@@ -64,6 +64,7 @@ from dlcharts.suite import Scenario, all_scenarios
 from dlcharts.toolchain import HELM_MATRIX, TOOLS
 from tests.support import CHARTS, ROOT
 from tests.support import cluster as cluster_env
+from tests.support.charts import TRAINING
 from tests.support.cluster import POD_SECURITY
 
 pytestmark = pytest.mark.cluster
@@ -93,9 +94,7 @@ CASES = [
     for key in HELM_MATRIX
     if TOOLS[key].major != 3 or scenario.id in HELM3_SCENARIOS
 ]
-TRAINING_CHARTS = sorted(
-    {s.chart_name for s in SCENARIOS if "worker" in yaml.safe_load((s.chart / "values.yaml").read_text())}
-)
+TRAINING_CHARTS = sorted(TRAINING)
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from dlcharts.catalogue import mpi4py_program
 from dlcharts.cluster import ClusterHandle
 from dlcharts.install import Kube
 from dlcharts.jobs import run
@@ -157,7 +158,7 @@ def test_pytorch_elastic_worker_deleted_mid_run_rejoins_without_ending_the_job(
 def mpi4py_command(steps: int, pause: float) -> str:
     """dlcharts.jobs.run's mpi4py allreduce (every rank names its host, allreduces each step, checks the last sum) as a
     JSON list for ``--set-json <chart's program value>=...``."""
-    return json.dumps(run.mpi4py_program(steps, pause))
+    return json.dumps(mpi4py_program(steps, pause))
 
 
 def pod_times(kubeconfig: object, namespace: str, release: str) -> tuple[float, float]:

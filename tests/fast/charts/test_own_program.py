@@ -19,9 +19,10 @@ import shlex
 
 import pytest
 
+from dlcharts.catalogue import TRAINING_CHARTS
 from dlcharts.podenv import main_container, start_container
 from tests.support import CHARTS
-from tests.support.charts import MPI, MPI_PROGRAM, MPI_PROGRAM_TAIL, TRAINING, refusal, training_jobs
+from tests.support.charts import MPI, TRAINING, refusal, training_jobs
 
 NON_MPI = [c for c in TRAINING if c not in MPI]
 SCRIPT_PATH = "/opt/dl-charts/script.py"
@@ -162,7 +163,7 @@ def test_every_mpi_rank_runs_the_script_through_the_launch_line(chart, extra, tr
     cut = bench_line.index(f"/opt/dl-charts/{BENCHMARK[chart]}") - 1
     assert bench_line[cut] == "python"
     assert line[:cut] == bench_line[:cut]  # mpirun/horovodrun options, hostfile, activation wrapper
-    assert line[cut:] == ["python", SCRIPT_PATH, *USER_ARGS, *MPI_PROGRAM_TAIL.get(chart, [])]
+    assert line[cut:] == ["python", SCRIPT_PATH, *USER_ARGS, *TRAINING_CHARTS[chart].mpi_program_tail]
     launcher = main_container(rendered["release-launcher"])
     assert launcher["command"] == ["/bin/sh", "/etc/mpi/mpi-launcher.sh"]
     worker, bench_worker = main_container(rendered["release-worker"]), main_container(benchmark["release-worker"])
@@ -216,15 +217,15 @@ def test_mpi_entrypoint_rules_still_hold_with_a_script(chart, train_py, render):
 
 @pytest.mark.parametrize("chart", MPI)
 def test_script_and_the_mpi_charts_program_value_are_refused(chart, train_py, render):
-    key, sub = MPI_PROGRAM[chart].split(".", 1)
+    key, sub = str(TRAINING_CHARTS[chart].mpi_program).split(".", 1)
     values: dict = {key: {}}
     node = values[key]
     for part in sub.split(".")[:-1]:
         node = node.setdefault(part, {})
     node[sub.split(".")[-1]] = ["python", "/data/train.py"]
     stderr = refusal(render, chart, values=values, set_file=[f"script={train_py}"])
-    assert f"script and {MPI_PROGRAM[chart]} are both set" in stderr, stderr
-    assert f"Clear {MPI_PROGRAM[chart]} to run the script" in stderr
+    assert f"script and {TRAINING_CHARTS[chart].mpi_program} are both set" in stderr, stderr
+    assert f"Clear {TRAINING_CHARTS[chart].mpi_program} to run the script" in stderr
 
 
 @pytest.mark.parametrize("chart", MPI)
@@ -270,7 +271,7 @@ OWN_CONFIGMAP = {
 def test_the_users_configmap_with_the_documented_command_renders_valid(chart, render, assert_valid):
     own = [LAUNCHER[chart], "/opt/train/train.py"]
     if chart in MPI:
-        key, sub = MPI_PROGRAM[chart].split(".", 1)
+        key, sub = str(TRAINING_CHARTS[chart].mpi_program).split(".", 1)
         values: dict = {"defaults": dict(OWN_CONFIGMAP), key: {}}
         node = values[key]
         for part in sub.split(".")[:-1]:
@@ -289,7 +290,7 @@ def test_the_users_configmap_with_the_documented_command_renders_valid(chart, re
         assert program(main) == [*own, *USER_ARGS], name
     if chart in MPI:
         line = main_container(rendered.get("Job", "release-launcher").body)["args"]
-        tail = [*own, *USER_ARGS, *MPI_PROGRAM_TAIL.get(chart, [])]
+        tail = [*own, *USER_ARGS, *TRAINING_CHARTS[chart].mpi_program_tail]
         assert line[-len(tail) :] == tail
 
 

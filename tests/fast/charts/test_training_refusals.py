@@ -9,11 +9,11 @@ import re
 import pytest
 
 from dlcharts import toolchain
+from dlcharts.catalogue import TRAINING_CHARTS
 from dlcharts.helm import find_helm
 from dlcharts.podenv import container_env, main_container
 from tests.support import CHARTS
 from tests.support.charts import MPI, TRAINING, refusal
-from tests.support.charts import MPI_PROGRAM as PROGRAM
 
 
 def job_command(rendered, job: str) -> list[str]:
@@ -39,7 +39,7 @@ def job_command(rendered, job: str) -> list[str]:
 def test_mpi_entrypoint_override_is_refused_naming_the_program_key(chart, values, path, render):
     stderr = refusal(render, chart, values=values)
     assert path in stderr, stderr
-    assert f"Put the program every rank runs in {PROGRAM[chart]}" in stderr, stderr
+    assert f"Put the program every rank runs in {TRAINING_CHARTS[chart].mpi_program}" in stderr, stderr
     if "command" in path:
         assert "mpi.replaceEntrypoint=true" in stderr, stderr
 
