@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             ],
         ),  # fmt: skip
         model.table("sweeps", COLUMNS, model.merge_rows(kept, rows, 1)),
-        *[model.image(f"plot-{r[0]}", f"sweep-{r[0]}.png", f"loss per step of every {r[0]} trial") for r in rows],
+        *[model.image(f"plot-{r[0]}", f"plots/sweep-{r[0]}.png", f"loss per step of every {r[0]} trial") for r in rows],
     ]
     model.update(SECTION, blocks, title=TITLE, by="`python -m bench.sweep`")
     return 0
