@@ -39,6 +39,8 @@ from dlcharts.suite import (
 if TYPE_CHECKING:
     from dlcharts.cluster.server_check import ServerCheck
 
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
 DEFAULT_EXEMPTIONS = Path("ci/policy-exemptions.yaml")
 DEFAULT_SNAPSHOTS = Path("tests/snapshots")
 EPILOG = f"""\
@@ -201,6 +203,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             out.close()
 
 
+Case = tuple[str, Path | None, Callable[[], "list[Finding] | str"]]  # name, chart, check: findings or a problem
+
+
 def _validate(
     args: argparse.Namespace,
     versions: list[str],
@@ -210,70 +215,10 @@ def _validate(
     server: ServerCheck | None,
     out: TextIO,
 ) -> output.Run:
-    check = server.findings if server is not None else None
-    cases: list[tuple[str, Path | None, Callable[[], list[Finding] | str]]]
-    if args.values or args.set or args.api_versions:
-        chart = _one_chart(args.path, "-f, --set and --api-versions apply to one chart")
-        requests = [_request(args, chart, v) for v in versions]
-        exempt = exemptions.get(chart_name(chart), [])
-        levels = settings.levels(chart_name(chart))
-        renderer = _renderer(args)
-
-        def custom() -> list[Finding]:  # schemas for each version, policies on the newest
-            findings = []
-            for request in requests:
-                rendered = renderer.render(request)
-                findings += check_rendered(rendered, exempt, request is requests[-1], levels)
-                findings += levels.apply(check(rendered)) if check is not None else []
-            return findings
-
-        cases = [(f"{chart_name(chart)} (custom values)", chart, custom)]
-        scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
-    else:
-        scenarios = all_scenarios(Path(args.path))
-        for warning in ignored_ci_warnings(discover_charts(Path(args.path))):
-            print(warning, file=sys.stderr)
-        renderer = _renderer(args)
-        cases = [
-            (s.id, s.chart, functools.partial(check_scenario, renderer, s, versions, exemptions.get(s.chart_name, []),
-                                              args.release, args.namespace, check, settings.levels(s.chart_name)))
-            for s in scenarios
-        ]  # fmt: skip
-    known = _chart_names_beside(Path(args.path))
-    stale_case = None
-    if exemptions and (args.exemptions or settings.exemptions or known & set(exemptions)):
-        # else the default file is about other charts
-
-        def stale() -> str:
-            stale = stale_exemptions(renderer, scenarios, exemptions, known, versions[-1], args.release, args.namespace)
-            return "\n".join(stale)
-
-        stale_case = f"policy exemptions ({exemptions_file})"
-        cases.append((stale_case, None, stale))
+    cases, stale_case = _validation_cases(args, versions, settings, exemptions, exemptions_file, server)
     where = exemptions_file if exemptions_file.is_file() else f"none ({exemptions_file} not found)"
     print(f"Kubernetes {', '.join(versions)}; config: {settings.describe()}; policy exemptions: {where}", file=out)
-    results = []
-    for name, where_from, case in cases:
-        started = time.perf_counter()
-        found: list[Finding] = []
-        try:
-            got = case()
-            problem, found = (got, []) if isinstance(got, str) else ("", got)
-        except (RenderError, ManifestError) as exc:
-            problem = str(exc)
-            hint = namespace_hint(exc) if isinstance(exc, RenderError) else ""
-            problem += f"\n{hint}" if hint else ""
-        result = output.Result(
-            name, where_from, tuple(found), problem, time.perf_counter() - started,
-            exemptions_file if name == stale_case else None,
-        )  # fmt: skip
-        results.append(result)
-        warned = len(merged(result.warnings))
-        note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
-        if result.failed:
-            print(f"FAIL {name}{note}\n{_failure(result)}", file=out, flush=True)
-        else:
-            print(f"PASS {name}{note}", file=out, flush=True)
+    results = [_validation_result(case, exemptions_file if case[0] == stale_case else None, out) for case in cases]
     with_warnings = [r for r in results if r.warnings]
     if with_warnings:
         print("warnings (reported, not failing; a policy's level is set in [tool.dlcharts] or .dlcharts.yaml):",
@@ -293,6 +238,78 @@ def _validate(
         outcomes = [Outcome(r.name, _failure(r) if r.failed else "", r.seconds) for r in results]
         write_junit(Path(args.junit_xml), "dlcharts.validate", outcomes)
     return run
+
+
+def _validation_cases(
+    args: argparse.Namespace,
+    versions: list[str],
+    settings: config.Config,
+    exemptions: dict[str, list[Exemption]],
+    exemptions_file: Path,
+    server: ServerCheck | None,
+) -> tuple[list[Case], str | None]:
+    """The cases `validate` runs: the custom values, or every scenario; then the exemptions' staleness (its case's
+    name is returned too) when the exemptions are about these charts."""
+    check = server.findings if server is not None else None
+    renderer = _renderer(args)
+    cases: list[Case]
+    if args.values or args.set or args.api_versions:
+        chart = _one_chart(args.path, "-f, --set and --api-versions apply to one chart")
+        requests = [_request(args, chart, v) for v in versions]
+        exempt = exemptions.get(chart_name(chart), [])
+        levels = settings.levels(chart_name(chart))
+
+        def custom() -> list[Finding]:  # schemas for each version, policies on the newest
+            findings = []
+            for request in requests:
+                rendered = renderer.render(request)
+                findings += check_rendered(rendered, exempt, request is requests[-1], levels)
+                findings += levels.apply(check(rendered)) if check is not None else []
+            return findings
+
+        cases = [(f"{chart_name(chart)} (custom values)", chart, custom)]
+        scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
+    else:
+        scenarios = all_scenarios(Path(args.path))
+        for warning in ignored_ci_warnings(discover_charts(Path(args.path))):
+            print(warning, file=sys.stderr)
+        cases = [
+            (s.id, s.chart, functools.partial(check_scenario, renderer, s, versions, exemptions.get(s.chart_name, []),
+                                              args.release, args.namespace, check, settings.levels(s.chart_name)))
+            for s in scenarios
+        ]  # fmt: skip
+    known = _chart_names_beside(Path(args.path))
+    if not (exemptions and (args.exemptions or settings.exemptions or known & set(exemptions))):
+        return cases, None  # no exemptions, or the default file is about other charts
+
+    def stale() -> str:
+        stale = stale_exemptions(renderer, scenarios, exemptions, known, versions[-1], args.release, args.namespace)
+        return "\n".join(stale)
+
+    stale_case = f"policy exemptions ({exemptions_file})"
+    return [*cases, (stale_case, None, stale)], stale_case
+
+
+def _validation_result(case: Case, exemptions_file: Path | None, out: TextIO) -> output.Result:
+    """Run one case and print its verdict line (and its errors when it failed)."""
+    name, where_from, check = case
+    started = time.perf_counter()
+    found: list[Finding] = []
+    try:
+        got = check()
+        problem, found = (got, []) if isinstance(got, str) else ("", got)
+    except (RenderError, ManifestError) as exc:
+        problem = str(exc)
+        hint = namespace_hint(exc) if isinstance(exc, RenderError) else ""
+        problem += f"\n{hint}" if hint else ""
+    result = output.Result(name, where_from, tuple(found), problem, time.perf_counter() - started, exemptions_file)
+    warned = len(merged(result.warnings))
+    note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+    if result.failed:
+        print(f"FAIL {name}{note}\n{_failure(result)}", file=out, flush=True)
+    else:
+        print(f"PASS {name}{note}", file=out, flush=True)
+    return result
 
 
 def _failure(result: output.Result) -> str:
@@ -366,9 +383,12 @@ def write_junit(path: Path, suite_name: str, outcomes: Sequence[Outcome]) -> Non
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+DOCUMENTED = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+A_CHART = "a chart or a folder of charts (default: charts); a library chart alone is an error: it renders nothing"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    documented = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
-    parser = argparse.ArgumentParser(prog="dlcharts", description=__doc__, **documented)  # type: ignore[arg-type]
+    parser = argparse.ArgumentParser(prog="dlcharts", description=__doc__, **DOCUMENTED)  # type: ignore[arg-type]
     pinned = ", ".join(toolchain.TOOLS)
     parser.add_argument(
         "--version", action="version", help="print the harness version, the default pinned helm, the tools folder",
@@ -376,34 +396,54 @@ def build_parser() -> argparse.ArgumentParser:
         f"tools folder {toolchain.tools_dir()})",
     )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_render, _add_validate, _add_snapshot, _add_tools):
+        add(sub)
 
-    def harness(name: str, help: str, chart_help: str, single: bool) -> argparse.ArgumentParser:  # noqa: A002
-        p = sub.add_parser(name, help=help, description=help, **documented)  # type: ignore[arg-type]
-        if name == "render":
-            p.add_argument("path", metavar="chart", help=chart_help)
-        else:
-            p.add_argument("path", nargs="?", default="charts", help=chart_help)
-        p.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
-        p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk render cache")
-        if single:
-            p.add_argument("-f", "--values", action="append", default=[], help="values file (repeatable)")
-            p.add_argument("--set", action="append", default=[], help="key=value (repeatable)")
-            p.add_argument("--release", help="release name (default: release, or a scenario's `@dlcharts release:`)")
-            p.add_argument("--namespace",
-                           help="namespace (default: default, or a scenario's `@dlcharts namespace:`)")  # fmt: skip
-            p.add_argument("--api-versions", action="append", default=[], help="extra API version for Capabilities")
-            p.add_argument("--kube-version", action="append", type=kube_version,
-                           help=f"Kubernetes version (repeatable; default {KUBE_VERSIONS[-1]})")  # fmt: skip
-        return p
+    # each group of the upper layers registers its own subcommands
+    from dlcharts.cluster import cli as cluster_cli
+    from dlcharts.images import cli as images_cli
+    from dlcharts.jobs import cli as jobs_cli
+    from dlcharts.release import cli as release_cli
 
-    a_chart = "a chart or a folder of charts (default: charts); a library chart alone is an error: it renders nothing"
-    render = harness("render", "render one chart into objects", "the chart to render", single=True)
+    jobs_cli.register(sub, EPILOG)  # run, sweep, import, demo
+    release_cli.register(sub)  # release-check, repo build/keygen/verify
+    cluster_cli.register(sub)  # cluster build/up/down/status/check/fault, registry up/down/status/env
+    images_cli.register(sub)  # images build [--push] [--list]
+    return parser
+
+
+def _harness(sub: Subparsers, name: str, help: str, chart_help: str, single: bool) -> argparse.ArgumentParser:  # noqa: A002
+    """A subcommand over charts; ``single``: it also takes one chart's values (-f, --set, ...)."""
+    p = sub.add_parser(name, help=help, description=help, **DOCUMENTED)  # type: ignore[arg-type]
+    if name == "render":
+        p.add_argument("path", metavar="chart", help=chart_help)
+    else:
+        p.add_argument("path", nargs="?", default="charts", help=chart_help)
+    p.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk render cache")
+    if single:
+        p.add_argument("-f", "--values", action="append", default=[], help="values file (repeatable)")
+        p.add_argument("--set", action="append", default=[], help="key=value (repeatable)")
+        p.add_argument("--release", help="release name (default: release, or a scenario's `@dlcharts release:`)")
+        p.add_argument("--namespace",
+                       help="namespace (default: default, or a scenario's `@dlcharts namespace:`)")  # fmt: skip
+        p.add_argument("--api-versions", action="append", default=[], help="extra API version for Capabilities")
+        p.add_argument("--kube-version", action="append", type=kube_version,
+                       help=f"Kubernetes version (repeatable; default {KUBE_VERSIONS[-1]})")  # fmt: skip
+    return p
+
+
+def _add_render(sub: Subparsers) -> None:
+    render = _harness(sub, "render", "render one chart into objects", "the chart to render", single=True)
     render.add_argument("--output", choices=["yaml", "summary"], default="yaml")
     render.set_defaults(func=cmd_render)
 
-    validate = harness(
-        "validate", "schemas + policies + invariants for every scenario (or for -f/--set values)", a_chart, single=True
-    )
+
+def _add_validate(sub: Subparsers) -> None:
+    validate = _harness(
+        sub, "validate", "schemas + policies + invariants for every scenario (or for -f/--set values)", A_CHART,
+        single=True,
+    )  # fmt: skip
     validate.add_argument("--all-versions", action="store_true", help=f"every version of {', '.join(KUBE_VERSIONS)}")
     validate.add_argument("--exemptions", help=f"policy exemptions file (default: {DEFAULT_EXEMPTIONS} if present)")
     validate.add_argument("--junit-xml", help="write a JUnit XML report here")
@@ -433,12 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
                           )  # fmt: skip
     validate.set_defaults(func=cmd_validate)
 
-    snapshot = harness("snapshot", "compare every scenario with its golden snapshot", a_chart, single=False)
+
+def _add_snapshot(sub: Subparsers) -> None:
+    snapshot = _harness(sub, "snapshot", "compare every scenario with its golden snapshot", A_CHART, single=False)
     snapshot.add_argument("--dir", default=str(DEFAULT_SNAPSHOTS), help="snapshot folder (default: %(default)s)")
     snapshot.add_argument("--update", action="store_true", help="write snapshots instead of comparing")
     snapshot.add_argument("--junit-xml", help="write a JUnit XML report here")
     snapshot.set_defaults(func=cmd_snapshot)
 
+
+def _add_tools(sub: Subparsers) -> None:
     tools = sub.add_parser(
         "tools", help=f"install the pinned helm/kubectl binaries into {toolchain.tools_dir()}, build the in-process "
         "renderers and validators from native/ with Go (a checkout; once, then cached) and say which renderer renders",
@@ -450,18 +494,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--helm", choices=toolchain.HELM_MATRIX, help=f"the helm whose renderer to report; {HELM_OPTION_HELP}"
     )
     tools.set_defaults(func=cmd_tools)
-
-    # each group of the upper layers registers its own subcommands
-    from dlcharts.cluster import cli as cluster_cli
-    from dlcharts.images import cli as images_cli
-    from dlcharts.jobs import cli as jobs_cli
-    from dlcharts.release import cli as release_cli
-
-    jobs_cli.register(sub, EPILOG)  # run, sweep, import, demo
-    release_cli.register(sub)  # release-check, repo build/keygen/verify
-    cluster_cli.register(sub)  # cluster build/up/down/status/check/fault, registry up/down/status/env
-    images_cli.register(sub)  # images build [--push] [--list]
-    return parser
 
 
 #: the packages an extra brings (pyproject.toml's optional-dependencies) -> the extra

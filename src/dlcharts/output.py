@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,52 +133,18 @@ def _finding_json(finding: Finding, versions: list[str]) -> dict[str, Any]:
 
 
 def to_sarif(run: Run) -> str:
-    rule_ids: list[str] = []
-    results: list[dict[str, Any]] = []
+    rule_ids: list[str] = []  # the rules in the order results first name them; a result points at its index
 
     def rule(check_id: str) -> int:
         if check_id not in rule_ids:
             rule_ids.append(check_id)
         return rule_ids.index(check_id)
 
+    results: list[dict[str, Any]] = []
     for r in run.results:
-        for finding, versions in merged(r.findings).items():
-            where = f" @ {finding.path}" if finding.path else ""
-            on = f" (k8s {', '.join(versions)})" if versions else ""
-            results.append(
-                {
-                    "ruleId": finding.check,
-                    "ruleIndex": rule(finding.check),
-                    "level": "error" if finding.level == ERROR else "warning",
-                    "message": {"text": f"{finding.object}{where}: {finding.message}{on}"},
-                    "locations": [
-                        {
-                            "physicalLocation": {"artifactLocation": {"uri": _uri(r.chart, finding.source)}},
-                            "logicalLocations": [
-                                {
-                                    "name": finding.object,
-                                    "fullyQualifiedName": f"{finding.object}{where}",
-                                    "kind": "object",
-                                }
-                            ],
-                        }
-                    ],  # fmt: skip
-                    "properties": {"scenario": r.name, "kind": finding.kind, "kubeVersions": versions},
-                }
-            )
+        results += [_finding_result(r, f, versions, rule(f.check)) for f, versions in merged(r.findings).items()]
         if r.problem:
-            check_id = "stale-exemption" if r.exemptions is not None else "render"
-            at = r.exemptions if r.exemptions is not None else (r.chart / "Chart.yaml" if r.chart else None)
-            result: dict[str, Any] = {
-                "ruleId": check_id,
-                "ruleIndex": rule(check_id),
-                "level": "error",
-                "message": {"text": f"{r.name}: {r.problem}"},
-                "properties": {"scenario": r.name},
-            }
-            if at is not None:
-                result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": _relative(at)}}}]
-            results.append(result)
+            results.append(_problem_result(r, rule))
     missing = checks.missing()
     notifications = [
         {"level": "error" if run.missing_checks == ERROR else "warning", "message": {"text": f"NOT CHECKED: {e}"}}
@@ -187,37 +153,55 @@ def to_sarif(run: Run) -> str:
         {"level": "note", "message": {"text": f"Kubernetes {m}: schemas only (no validator of its API rules exists)"}}
         for m in checks.schema_only_minors()
     ]
+    described = {**_EXTRA_RULES, **DESCRIPTIONS}
+    rules = [{"id": c, "shortDescription": {"text": described.get(c) or c}} for c in rule_ids]
+    invocation = {
+        "executionSuccessful": not (missing and run.missing_checks == ERROR),
+        "toolExecutionNotifications": notifications,
+    }
+    driver = {"name": "dlcharts", "version": __version__, "rules": rules}
     sarif = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "dlcharts",
-                        "version": __version__,
-                        "rules": [
-                            {
-                                "id": check_id,
-                                "shortDescription": {
-                                    "text": DESCRIPTIONS.get(check_id) or _EXTRA_RULES.get(check_id) or check_id
-                                },
-                            }
-                            for check_id in rule_ids
-                        ],  # fmt: skip
-                    }
-                },
-                "invocations": [
-                    {
-                        "executionSuccessful": not (missing and run.missing_checks == ERROR),
-                        "toolExecutionNotifications": notifications,
-                    }
-                ],
-                "results": results,
-            }
-        ],
+        "runs": [{"tool": {"driver": driver}, "invocations": [invocation], "results": results}],
     }
     return json.dumps(sarif, indent=2) + "\n"
+
+
+def _finding_result(r: Result, finding: Finding, versions: list[str], rule_index: int) -> dict[str, Any]:
+    """One finding as a SARIF result: its template file, and the object and field as a logical location."""
+    where = f" @ {finding.path}" if finding.path else ""
+    on = f" (k8s {', '.join(versions)})" if versions else ""
+    logical = {"name": finding.object, "fullyQualifiedName": f"{finding.object}{where}", "kind": "object"}
+    return {
+        "ruleId": finding.check,
+        "ruleIndex": rule_index,
+        "level": "error" if finding.level == ERROR else "warning",
+        "message": {"text": f"{finding.object}{where}: {finding.message}{on}"},
+        "locations": [
+            {
+                "physicalLocation": {"artifactLocation": {"uri": _uri(r.chart, finding.source)}},
+                "logicalLocations": [logical],
+            }
+        ],
+        "properties": {"scenario": r.name, "kind": finding.kind, "kubeVersions": versions},
+    }
+
+
+def _problem_result(r: Result, rule: Callable[[str], int]) -> dict[str, Any]:
+    """A case that did not get to findings (helm refused the render) or stale exemptions, as a SARIF result."""
+    check_id = "stale-exemption" if r.exemptions is not None else "render"
+    at = r.exemptions if r.exemptions is not None else (r.chart / "Chart.yaml" if r.chart else None)
+    result: dict[str, Any] = {
+        "ruleId": check_id,
+        "ruleIndex": rule(check_id),
+        "level": "error",
+        "message": {"text": f"{r.name}: {r.problem}"},
+        "properties": {"scenario": r.name},
+    }
+    if at is not None:
+        result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": _relative(at)}}}]
+    return result
 
 
 def _uri(chart: Path | None, source: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlcharts import toolchain
 from dlcharts.cluster.config import ClusterConfig
@@ -82,8 +83,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.chart), cluster_name=args.name, workers=args.workers)
 
 
-def register(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: ignore[type-arg]
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def register(sub: Subparsers, epilog: str) -> None:
     """Add run, sweep, import and demo to the ``dlcharts`` parser; ``epilog``: the exit codes and environment."""
+    _add_run(sub, epilog)
+    _add_sweep(sub, epilog)
+    _add_import(sub, epilog)
+    _add_demo(sub)
+
+
+def _add_run(sub: Subparsers, epilog: str) -> None:
     run = sub.add_parser(
         "run", allow_abbrev=False, usage="dlcharts run CHART [options] [HELM_ARGS ...]",
         help="run a training chart's job on CPU for real: logs, per-pod outcome, exit status",
@@ -106,6 +118,8 @@ def register(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: ign
     run.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
     run.set_defaults(func=cmd_run, helm_args=[])
 
+
+def _add_sweep(sub: Subparsers, epilog: str) -> None:
     sweep = sub.add_parser(
         "sweep", allow_abbrev=False, usage="dlcharts sweep CHART --sweep FILE [options] [HELM_ARGS ...]",
         help="a hyperparameter sweep: trials of a training chart's job in parallel, early stopping, the best trial",
@@ -134,6 +148,8 @@ def register(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: ign
     sweep.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
     sweep.set_defaults(func=cmd_sweep, helm_args=[])
 
+
+def _add_import(sub: Subparsers, epilog: str) -> None:
     imports = sub.add_parser(
         "import", help="Kubeflow TFJob, PyTorchJob, MPIJob and TrainJob manifests as values files of our charts",
         description="Convert Kubeflow training jobs (TFJob, PyTorchJob kubeflow.org/v1, MPIJob kubeflow.org/v2beta1, "
@@ -150,6 +166,8 @@ def register(sub: argparse._SubParsersAction, epilog: str) -> None:  # type: ign
                          "missing) or, for one job, a .yaml file; default: stdout (one job)")  # fmt: skip
     imports.set_defaults(func=cmd_import)
 
+
+def _add_demo(sub: Subparsers) -> None:
     demo = sub.add_parser(
         "demo", help="embedded cluster + tensorflow-dist --set worker=N; where each worker landed",
         description="Checks this machine first (root, Debian packages, Go, ports, disk), builds only what the demo "
