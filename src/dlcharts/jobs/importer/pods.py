@@ -105,19 +105,7 @@ def convert_pod(job: Job, template: Values, path: str, main: str) -> Pod | None:
         return None
     job.unknown(template, path, ("metadata", "spec"))
     settings: Values = {}
-    meta = template.get("metadata") or {}
-    job.unknown(meta, f"{path}.metadata", ("labels", "annotations", "name", "namespace"))
-    if meta.get("labels"):
-        labels = dict(meta["labels"])
-        if QUEUE_LABEL in labels:
-            job.refuse(f"{path}.metadata.labels.{QUEUE_LABEL}",
-                       "a Kueue queue on the pods: put it on the job's metadata.labels (kueue.queueName)")  # fmt: skip
-        settings["podLabels"] = labels
-    if meta.get("annotations"):
-        settings["podAnnotations"] = dict(meta["annotations"])
-    for key in ("name", "namespace"):
-        if meta.get(key):
-            job.drop(f"{path}.metadata.{key}", "the chart names its pods after the release and role")
+    pod_metadata(job, template.get("metadata") or {}, path, settings)
     spec = template.get("spec") or {}
     known = (*POD_FIELDS, "containers", "volumes", "restartPolicy", "schedulerName")
     job.unknown(spec, f"{path}.spec", known)
@@ -132,6 +120,40 @@ def convert_pod(job: Job, template: Values, path: str, main: str) -> Pod | None:
     if not containers:
         job.refuse(f"{path}.spec.containers", "no container")
         return None
+    index = main_container(job, containers, path, main)
+    if index is None:
+        return None
+    cpath = f"{path}.spec.containers[{index}]"
+    container = containers[index]
+    container_settings(job, container, cpath, settings)
+    volumes(job, spec.get("volumes") or [], container.get("volumeMounts") or [], path, cpath, settings)
+    ports = {}
+    for i, port in enumerate(container.get("ports") or []):
+        ports[str(port.get("name") or f"#{i}")] = int(port.get("containerPort", 0))
+    command = [str(a) for a in container["command"]] if container.get("command") else None
+    args = [str(a) for a in container["args"]] if container.get("args") else None
+    return Pod(settings, command, args, ports, str(spec.get("schedulerName") or ""))
+
+
+def pod_metadata(job: Job, meta: Values, path: str, settings: Values) -> None:
+    """The pod template's labels and annotations as podLabels and podAnnotations (a Kueue queue there is refused:
+    it belongs on the job); its name and namespace are the chart's."""
+    job.unknown(meta, f"{path}.metadata", ("labels", "annotations", "name", "namespace"))
+    if meta.get("labels"):
+        labels = dict(meta["labels"])
+        if QUEUE_LABEL in labels:
+            job.refuse(f"{path}.metadata.labels.{QUEUE_LABEL}",
+                       "a Kueue queue on the pods: put it on the job's metadata.labels (kueue.queueName)")  # fmt: skip
+        settings["podLabels"] = labels
+    if meta.get("annotations"):
+        settings["podAnnotations"] = dict(meta["annotations"])
+    for key in ("name", "namespace"):
+        if meta.get(key):
+            job.drop(f"{path}.metadata.{key}", "the chart names its pods after the release and role")
+
+
+def main_container(job: Job, containers: list[Values], path: str, main: str) -> int | None:
+    """The index of the main container (None: refused); any other container is refused."""
     names = [c.get("name") for c in containers]
     index = names.index(main) if main in names else 0 if len(containers) == 1 else None
     if index is None:
@@ -141,8 +163,11 @@ def convert_pod(job: Job, template: Values, path: str, main: str) -> Pod | None:
         if i != index:
             job.refuse(f"{path}.spec.containers[{i}]", f"a second container ({other.get('name')}): our charts run "
                        "one container per pod; build it into the image or run it as a job of its own")  # fmt: skip
-    cpath = f"{path}.spec.containers[{index}]"
-    container = containers[index]
+    return index
+
+
+def container_settings(job: Job, container: Values, cpath: str, settings: Values) -> None:
+    """The main container's image, env, workingDir, securityContext and resources as role settings."""
     cknown = (*CONTAINER_FIELDS, "name", "image", "imagePullPolicy", "command", "args", "resources", "ports",
               "volumeMounts")  # fmt: skip
     job.unknown(container, cpath, cknown)
@@ -158,13 +183,6 @@ def convert_pod(job: Job, template: Values, path: str, main: str) -> Pod | None:
         if container.get(field) not in (None, {}, [], ""):
             settings[key] = copy.deepcopy(container[field])
     convert_resources(job, container.get("resources") or {}, f"{cpath}.resources", settings)
-    volumes(job, spec.get("volumes") or [], container.get("volumeMounts") or [], path, cpath, settings)
-    ports = {}
-    for i, port in enumerate(container.get("ports") or []):
-        ports[str(port.get("name") or f"#{i}")] = int(port.get("containerPort", 0))
-    command = [str(a) for a in container["command"]] if container.get("command") else None
-    args = [str(a) for a in container["args"]] if container.get("args") else None
-    return Pod(settings, command, args, ports, str(spec.get("schedulerName") or ""))
 
 
 def volumes(job: Job, vols: list[Values], mounts: list[Values], path: str, cpath: str, settings: Values) -> None:

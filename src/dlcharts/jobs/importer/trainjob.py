@@ -32,46 +32,8 @@ def convert(job: Job, doc: Values) -> None:
              "podSpecOverrides", "suspend", "managedBy", "activeDeadlineSeconds", "runtimePatches",
              "datasetConfig", "modelConfig")  # fmt: skip
     job.unknown(spec, "spec", known)
-    ref = spec.get("runtimeRef") or {}
-    job.unknown(ref, "spec.runtimeRef", ("name", "apiGroup", "kind"))
-    runtime = str(ref.get("name") or "")
-    if (
-        ref.get("kind", "ClusterTrainingRuntime") != "ClusterTrainingRuntime"
-        or ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org"
-    ):
-        job.refuse("spec.runtimeRef", f"{ref.get('kind')} {runtime}: a runtime of your own, whose pod template is "
-                   "not in this file; only Kubeflow's ClusterTrainingRuntimes are known here")  # fmt: skip
-    elif runtime in OTHER_RUNTIMES:
-        job.refuse("spec.runtimeRef.name", f"{runtime}: {OTHER_RUNTIMES[runtime]}")
-    elif runtime != "torch-distributed":
-        job.refuse("spec.runtimeRef.name", f"{runtime!r}: only torch-distributed maps to a chart here "
-                   "(pytorch-dist); torchtune and the others bring initializers and programs of their own")  # fmt: skip
-    for key in ("initializer", "datasetConfig", "modelConfig"):
-        if spec.get(key):
-            job.refuse(f"spec.{key}", "dataset and model initializers have no equivalent: fetch them in your "
-                       "program or mount a volume that holds them")  # fmt: skip
-    if spec.get("runtimePatches"):
-        job.refuse("spec.runtimePatches", "patches of the runtime's JobSet have no equivalent; remove them")
-    trainer = spec.get("trainer") or {}
-    job.unknown(trainer, "spec.trainer", TRAINER_FIELDS)
-    settings: Values = {"shm": {"sizeLimit": "64Mi"}}
-    if trainer.get("image"):
-        image = split_image(job, str(trainer["image"]), "spec.trainer.image")
-        if image is not None:
-            settings["image"] = image
-    else:
-        job.differs.append("no spec.trainer.image: the chart's image (pytorch/pytorch) runs, not the runtime's")
-    if not trainer.get("command"):
-        job.refuse("spec.trainer.command", "none: the runtime's command ran; write it out (e.g. torchrun train.py)")
-    else:
-        command = [str(a) for a in trainer["command"]]
-        torchrun_args(job, command, [str(a) for a in trainer.get("args") or []], "spec.trainer command", settings)
-    if trainer.get("env"):
-        settings["env"] = [*copy.deepcopy(trainer["env"]), *settings.get("env", [])]
-    convert_resources(job, trainer.get("resourcesPerNode") or {}, "spec.trainer.resourcesPerNode", settings)
-    job.values["worker"] = int(trainer.get("numNodes") or 1)
-    job.carried.append(f"spec.trainer.numNodes as worker ({job.values['worker']})")
-    nproc(job, trainer.get("numProcPerNode"), "spec.trainer.numProcPerNode")
+    check_runtime(job, spec)
+    settings = trainer_settings(job, spec.get("trainer") or {})
     for key in ("podTemplateOverrides", "podSpecOverrides"):
         for i, override in enumerate(spec.get(key) or []):
             pod_override(job, override, f"spec.{key}[{i}]", settings)
@@ -97,6 +59,55 @@ def convert(job: Job, doc: Values) -> None:
     job.differs.append("the ClusterTrainingRuntime torch-distributed's own pod settings are not in the TrainJob: "
                        "compare with `kubectl get clustertrainingruntime torch-distributed -o yaml`")  # fmt: skip
     intro(job)
+
+
+def check_runtime(job: Job, spec: Values) -> None:
+    """The runtime the TrainJob names: Kubeflow's torch-distributed maps to pytorch-dist; its initializers and
+    patches have no equivalent."""
+    ref = spec.get("runtimeRef") or {}
+    job.unknown(ref, "spec.runtimeRef", ("name", "apiGroup", "kind"))
+    runtime = str(ref.get("name") or "")
+    if (
+        ref.get("kind", "ClusterTrainingRuntime") != "ClusterTrainingRuntime"
+        or ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org"
+    ):
+        job.refuse("spec.runtimeRef", f"{ref.get('kind')} {runtime}: a runtime of your own, whose pod template is "
+                   "not in this file; only Kubeflow's ClusterTrainingRuntimes are known here")  # fmt: skip
+    elif runtime in OTHER_RUNTIMES:
+        job.refuse("spec.runtimeRef.name", f"{runtime}: {OTHER_RUNTIMES[runtime]}")
+    elif runtime != "torch-distributed":
+        job.refuse("spec.runtimeRef.name", f"{runtime!r}: only torch-distributed maps to a chart here "
+                   "(pytorch-dist); torchtune and the others bring initializers and programs of their own")  # fmt: skip
+    for key in ("initializer", "datasetConfig", "modelConfig"):
+        if spec.get(key):
+            job.refuse(f"spec.{key}", "dataset and model initializers have no equivalent: fetch them in your "
+                       "program or mount a volume that holds them")  # fmt: skip
+    if spec.get("runtimePatches"):
+        job.refuse("spec.runtimePatches", "patches of the runtime's JobSet have no equivalent; remove them")
+
+
+def trainer_settings(job: Job, trainer: Values) -> Values:
+    """spec.trainer as the workers' settings (image, command under torchrun, env, resources) and their count."""
+    job.unknown(trainer, "spec.trainer", TRAINER_FIELDS)
+    settings: Values = {"shm": {"sizeLimit": "64Mi"}}
+    if trainer.get("image"):
+        image = split_image(job, str(trainer["image"]), "spec.trainer.image")
+        if image is not None:
+            settings["image"] = image
+    else:
+        job.differs.append("no spec.trainer.image: the chart's image (pytorch/pytorch) runs, not the runtime's")
+    if not trainer.get("command"):
+        job.refuse("spec.trainer.command", "none: the runtime's command ran; write it out (e.g. torchrun train.py)")
+    else:
+        command = [str(a) for a in trainer["command"]]
+        torchrun_args(job, command, [str(a) for a in trainer.get("args") or []], "spec.trainer command", settings)
+    if trainer.get("env"):
+        settings["env"] = [*copy.deepcopy(trainer["env"]), *settings.get("env", [])]
+    convert_resources(job, trainer.get("resourcesPerNode") or {}, "spec.trainer.resourcesPerNode", settings)
+    job.values["worker"] = int(trainer.get("numNodes") or 1)
+    job.carried.append(f"spec.trainer.numNodes as worker ({job.values['worker']})")
+    nproc(job, trainer.get("numProcPerNode"), "spec.trainer.numProcPerNode")
+    return settings
 
 
 def pod_override(job: Job, override: Values, path: str, settings: Values) -> None:
