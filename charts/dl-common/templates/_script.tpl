@@ -4,7 +4,7 @@ Your own training program without building an image: the value `script` of every
 (dl-common.script.configMap, which also holds the chart's benchmark), every role mounts that ConfigMap
 read-only at /opt/dl-charts (dl-common.script.volume / volumeMount), and each chart runs
 /opt/dl-charts/script.py with its own launcher in place of its benchmark (dl-common.script.program; the MPI
-charts through their mpirun line, dl-common.script.mpiProgram). dl-common.script.validate checks the value.
+charts through their mpirun line, dl-common.mpi.program). dl-common.script.validate checks the value.
 A script that is empty or only whitespace is the same as none.
 */}}
 
@@ -88,38 +88,6 @@ the watchdog stay as they are.
 {{- else -}}
 {{- toJson (dict "command" (.command | default list) "args" (.args | default list)) -}}
 {{- end -}}
-{{- end -}}
-
-{{/*
-dl-common.script.mpiProgram: JSON list: the program every MPI rank runs (the tail of the launcher's
-mpirun / horovodrun line). Without a script: "program" as given. With one: "command" (default
-[python]), dl-common.script.path and defaults.args, the script's arguments (in the MPI charts they never
-reach a container's args: see dl-common.script.mpiSettings).
-  {{- $program := include "dl-common.script.mpiProgram" (dict "program" $bench "context" $) | fromJsonArray -}}
-*/}}
-{{- define "dl-common.script.mpiProgram" -}}
-{{- if include "dl-common.script.set" . -}}
-{{- $args := .context.Values.defaults.args | default list -}}
-{{- toJson (concat (.command | default (list "python")) (list (include "dl-common.script.path" .)) $args) -}}
-{{- else -}}
-{{- toJson (.program | default list) -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
-dl-common.script.mpiSettings: JSON of an MPI role's merged "settings" (dl-common.values.role) without
-defaults.args when a script is set: they are the script's arguments in the launch line
-(dl-common.script.mpiProgram), not the launcher's launch line nor arguments of the workers' sshd. Args a
-role sets itself stay (roles.launcher.args is the whole launch line; roles.worker.args is refused by
-dl-common.mpi.validate).
-  "launcher" (include "dl-common.script.mpiSettings" (dict "role" "launcher" "settings" $ls "context" .) | fromJson)
-*/}}
-{{- define "dl-common.script.mpiSettings" -}}
-{{- $s := .settings -}}
-{{- if and (include "dl-common.script.set" .) $s.args (eq (include "dl-common.values.path" (dict "role" .role "key" "args" "context" .context)) "defaults.args") -}}
-{{- $s = omit $s "args" -}}
-{{- end -}}
-{{- toJson $s -}}
 {{- end -}}
 
 {{/*
