@@ -9,8 +9,9 @@ release's one headless Service. Everything a chart needs besides the generic Job
   _hostfile.tpl  the hostfile (and the host lines of any hostfile format)
   _ssh.tpl       the per-release SSH key Secret, ssh_config and sshd_config
   _pod.tpl       the ConfigMap, the mpi-setup init container, volumes, mounts, env and commands
-The MPI-specific validation is in templates/_mpi_validate.tpl. The MPI scripts (mpi-setup.sh, mpi-sshd.sh,
-mpi-launcher.sh, discover_hosts.sh) are files in scripts/, rendered into templates/_shell.tpl.
+The MPI-specific validation is templates/validate/_mpi.tpl (dl-common.validate.mpi). The MPI scripts
+(mpi-setup.sh, mpi-sshd.sh, mpi-launcher.sh, discover_hosts.sh) are files in scripts/, rendered into
+templates/_shell.tpl.
 
 Values the helpers read (every MPI chart has this block; see the charts' values.yaml):
   mpi:

@@ -7,7 +7,7 @@ order and the total (see _layout.tpl for the layout of an MPI release; the hostf
 dl-common.mpi.slots: MPI slots (ranks) of a worker pod: the processes its GPU request implies
 (dl-common.resources.gpu "procs") when it requests whole GPU devices, else mpi.slots, else 1. A pod with an
 amount resource (e.g. HAMi nvidia.com/gpumem) has a share of one GPU: one slot unless mpi.slots says more.
-(A mpi.slots that contradicts a device count is rejected by dl-common.mpi.validate.)
+(A mpi.slots that contradicts a device count is rejected by dl-common.validate.mpi.)
   {{ include "dl-common.mpi.slots" (dict "settings" $workerSettings "context" $) }}
 */}}
 {{- define "dl-common.mpi.slots" -}}

@@ -24,7 +24,7 @@ dl-common.mpi.roleSettings: JSON of an MPI role's merged "settings" (dl-common.v
 defaults.args when a script is set: they are the script's arguments in the launch line
 (dl-common.mpi.program), not the launcher's launch line nor arguments of the workers' sshd. Args a
 role sets itself stay (roles.launcher.args is the whole launch line; roles.worker.args is refused by
-dl-common.mpi.validate).
+dl-common.validate.mpi).
   "launcher" (include "dl-common.mpi.roleSettings" (dict "role" "launcher" "settings" $ls "context" .) | fromJson)
 */}}
 {{- define "dl-common.mpi.roleSettings" -}}
