@@ -136,7 +136,7 @@ lint: packages setup  ## ruff (lint + format), mypy --strict, shellcheck of the 
 	$(VENV)/bin/ruff format --check src tests examples ci bench native charts/dl-common
 	$(VENV)/bin/mypy src
 	@command -v shellcheck >/dev/null || { echo "make lint: shellcheck is missing; install the Debian package shellcheck" >&2; exit 2; }
-	shellcheck charts/dl-common/scripts/*.sh
+	shellcheck charts/*/scripts/*.sh
 
 snapshots: setup  ## re-record golden snapshots after an intended chart change
 	$(VENV)/bin/dlcharts snapshot --update

@@ -45,7 +45,7 @@ ParallelTrain block applies). Tri-state options left null are not written (CNTK'
 
 {{/*
 cntk-dist.program: JSON list: what every rank runs. python mode: cntk.python.command, else the user's
-`script` (python /opt/dl-charts/script.py <defaults.args>; dl-common.script.mpiProgram), else the chart's
+`script` (python /opt/dl-charts/script.py <defaults.args>; dl-common.mpi.program), else the chart's
 synthetic benchmark with the cntk.parallelTrain options; brainscript mode: `cntk configFile=<file>
 parallelTrain=true [<ParallelTrain override>] <args>`.
 */}}
@@ -65,7 +65,7 @@ parallelTrain=true [<ParallelTrain override>] <args>`.
 {{- if not (kindIs "invalid" $p.distributedAfter) }}{{ $a = concat $a (list "--distributed-after" (toString (int $p.distributedAfter))) }}{{ end -}}
 {{- if not (kindIs "invalid" $p.blockSize) }}{{ $a = concat $a (list "--block-size" (toString (int $p.blockSize))) }}{{ end -}}
 {{- if not (kindIs "invalid" $p.blockMomentumAsTimeConstant) }}{{ $a = concat $a (list "--block-momentum-as-time-constant" (toString $p.blockMomentumAsTimeConstant)) }}{{ end -}}
-{{- include "dl-common.script.mpiProgram" (dict "program" $a "context" .) -}}
+{{- include "dl-common.mpi.program" (dict "program" $a "context" .) -}}
 {{- end -}}
 {{- end -}}
 

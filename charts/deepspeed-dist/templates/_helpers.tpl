@@ -29,7 +29,7 @@ checks that it is a JSON object), else deepspeed.config as indented JSON.
 
 {{/*
 deepspeed-dist.program: JSON list: what every rank runs: deepspeed.command, else the user's `script` (python
-/opt/dl-charts/script.py <defaults.args>; dl-common.script.mpiProgram), else the chart's benchmark; then
+/opt/dl-charts/script.py <defaults.args>; dl-common.mpi.program), else the chart's benchmark; then
 `<deepspeed.configArg> <ds_config path>` unless configArg is empty.
 */}}
 {{- define "deepspeed-dist.program" -}}
@@ -40,7 +40,7 @@ deepspeed-dist.program: JSON list: what every rank runs: deepspeed.command, else
 {{- else -}}
 {{- $b := .Values.benchmark -}}
 {{- $bench := list "python" "/opt/dl-charts/ds_bench.py" "--hidden" (toString (int $b.hidden)) "--layers" (toString (int $b.layers)) "--warmup-steps" (toString (int $b.warmupSteps)) "--steps" (toString (int $b.steps)) -}}
-{{- $program = include "dl-common.script.mpiProgram" (dict "program" $bench "context" .) | fromJsonArray -}}
+{{- $program = include "dl-common.mpi.program" (dict "program" $bench "context" .) | fromJsonArray -}}
 {{- end -}}
 {{- if $d.configArg -}}
 {{- $program = concat $program (list $d.configArg (include "deepspeed-dist.configPath" .)) -}}

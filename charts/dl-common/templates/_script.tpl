@@ -4,8 +4,8 @@ Your own training program without building an image: the value `script` of every
 (dl-common.script.configMap, which also holds the chart's benchmark), every role mounts that ConfigMap
 read-only at /opt/dl-charts (dl-common.script.volume / volumeMount), and each chart runs
 /opt/dl-charts/script.py with its own launcher in place of its benchmark (dl-common.script.program; the MPI
-charts through their mpirun line, dl-common.script.mpiProgram). dl-common.script.validate checks the value.
-A script that is empty or only whitespace is the same as none.
+charts through their mpirun line, dl-common.mpi.program). dl-common.validate.script (validate/_script.tpl)
+checks the value. A script that is empty or only whitespace is the same as none.
 */}}
 
 {{/*
@@ -91,38 +91,6 @@ the watchdog stay as they are.
 {{- end -}}
 
 {{/*
-dl-common.script.mpiProgram: JSON list: the program every MPI rank runs (the tail of the launcher's
-mpirun / horovodrun line). Without a script: "program" as given. With one: "command" (default
-[python]), dl-common.script.path and defaults.args, the script's arguments (in the MPI charts they never
-reach a container's args: see dl-common.script.mpiSettings).
-  {{- $program := include "dl-common.script.mpiProgram" (dict "program" $bench "context" $) | fromJsonArray -}}
-*/}}
-{{- define "dl-common.script.mpiProgram" -}}
-{{- if include "dl-common.script.set" . -}}
-{{- $args := .context.Values.defaults.args | default list -}}
-{{- toJson (concat (.command | default (list "python")) (list (include "dl-common.script.path" .)) $args) -}}
-{{- else -}}
-{{- toJson (.program | default list) -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
-dl-common.script.mpiSettings: JSON of an MPI role's merged "settings" (dl-common.values.role) without
-defaults.args when a script is set: they are the script's arguments in the launch line
-(dl-common.script.mpiProgram), not the launcher's launch line nor arguments of the workers' sshd. Args a
-role sets itself stay (roles.launcher.args is the whole launch line; roles.worker.args is refused by
-dl-common.mpi.validate).
-  "launcher" (include "dl-common.script.mpiSettings" (dict "role" "launcher" "settings" $ls "context" .) | fromJson)
-*/}}
-{{- define "dl-common.script.mpiSettings" -}}
-{{- $s := .settings -}}
-{{- if and (include "dl-common.script.set" .) $s.args (eq (include "dl-common.values.path" (dict "role" .role "key" "args" "context" .context)) "defaults.args") -}}
-{{- $s = omit $s "args" -}}
-{{- end -}}
-{{- toJson $s -}}
-{{- end -}}
-
-{{/*
 dl-common.script.podAnnotations: JSON {"dl-charts.io/script-sha256": <digest>} when a script is set, else
 {}: pass it as "podAnnotations" of dl-common.job.indexed. It shows which program a pod ran, and it is part
 of the pod template, so `helm upgrade` with another script is refused while the release's Jobs exist
@@ -135,50 +103,4 @@ of the pod template, so `helm upgrade` with another script is refused while the 
 {{- else -}}
 {}
 {{- end -}}
-{{- end -}}
-
-{{/*
-dl-common.script.validate: "errors" plus the errors of the value `script`, each naming what the user set
-and the fix:
-- script that is not a string (`--set script=true` reads true, numbers and lists as other types);
-- a script over 900 KiB (a ConfigMap holds at most 1 MiB, the chart's own files included); the message
-  points to "program" (default defaults.command; the MPI charts' value for the program every rank runs);
-- script together with a command of any role in "roles" (defaults.command or roles.<role>.command): that
-  command would replace the launcher that runs the script;
-- script together with a chart value that also names the program ("conflicts": value path -> true when
-  set, e.g. horovod.command);
-- with "mpi" true: defaults.args (the script's arguments in the launch line) together with
-  roles.launcher.args, which replaces that whole line.
-  {{- $errors = include "dl-common.script.validate" (dict "errors" $errors "roles" (list "worker") "conflicts" (dict) "context" $) | fromJsonArray -}}
-*/}}
-{{- define "dl-common.script.validate" -}}
-{{- $errors := .errors | default list -}}
-{{- $ctx := .context -}}
-{{- $script := $ctx.Values.script -}}
-{{- $howTo := "--set-file script=train.py" -}}
-{{- $program := .program | default "defaults.command" -}}
-{{- if not (or (kindIs "invalid" $script) (kindIs "string" $script)) -}}
-{{- $kinds := dict "bool" "a boolean" "int" "a number" "int64" "a number" "float64" "a number" "slice" "a list" "map" "a map" -}}
-{{- $errors = append $errors (printf "script is %s (%s), not the text of a program; pass the file with %s (--set script=... reads true, false, numbers and lists as other types), or leave script empty to run the chart's benchmark." (get $kinds (kindOf $script) | default (kindOf $script)) (toJson $script | trunc 60) $howTo) -}}
-{{- else if include "dl-common.script.set" . -}}
-{{- $max := 921600 -}}
-{{- if (gt (len $script) $max) -}}{{- $errors = append $errors (printf "script is %d bytes (%d KiB); it is stored in a ConfigMap, which holds at most 1 MiB with the chart's own files, so script may be at most 900 KiB. Put a larger program in your image or on a volume (defaults.volumes / defaults.volumeMounts), run it with %s, and leave script empty." (len $script) (div (len $script) 1024) $program) -}}{{- end -}}
-{{- range $role := .roles -}}
-{{- $s := include "dl-common.values.role" (dict "role" $role "context" $ctx) | fromJson -}}
-{{- if $s.command -}}
-{{- $path := include "dl-common.values.path" (dict "role" $role "key" "command" "context" $ctx) -}}
-{{- $errors = append $errors (printf "script and %s are both set, so it is unclear which program runs: %s replaces the chart's launcher, which runs the script. Drop %s to run the script with the chart's launcher (its arguments go in defaults.args), or leave script empty to run %s." $path $path $path $path) -}}
-{{- end -}}
-{{- end -}}
-{{- range $path, $set := (.conflicts | default dict) -}}
-{{- if $set -}}
-{{- $errors = append $errors (printf "script and %s are both set, and both name the program to run. Clear %s to run the script, or leave script empty to run %s." $path $path $path) -}}
-{{- end -}}
-{{- end -}}
-{{- if .mpi -}}
-{{- $launcherArgs := (($ctx.Values.roles | default dict).launcher | default dict).args -}}
-{{- if (and $launcherArgs $ctx.Values.defaults.args) -}}{{- $errors = append $errors (printf "script and defaults.args are set, and defaults.args are the script's arguments in the launch line, but roles.launcher.args replaces that whole line, so they would be ignored. Put the arguments after %s in roles.launcher.args, or drop roles.launcher.args." (include "dl-common.script.path" .)) -}}{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- toJson $errors -}}
 {{- end -}}

@@ -50,7 +50,7 @@ waits for before starting horovodrun).
 
 {{/*
 horovod-mpi.program: JSON list: the training program each rank runs: horovod.command, else the user's
-`script` (python /opt/dl-charts/script.py <defaults.args>; dl-common.script.mpiProgram), else the chart's
+`script` (python /opt/dl-charts/script.py <defaults.args>; dl-common.mpi.program), else the chart's
 synthetic benchmark with the benchmark.* options.
 */}}
 {{- define "horovod-mpi.program" -}}
@@ -63,7 +63,7 @@ synthetic benchmark with the benchmark.* options.
 {{- if $b.fp16Allreduce }}{{ $p = append $p "--fp16-allreduce" }}{{ end -}}
 {{- if $b.useAdasum }}{{ $p = append $p "--use-adasum" }}{{ end -}}
 {{- if $h.elastic.enabled }}{{ $p = append $p "--elastic" }}{{ end -}}
-{{- include "dl-common.script.mpiProgram" (dict "program" $p "context" .) -}}
+{{- include "dl-common.mpi.program" (dict "program" $p "context" .) -}}
 {{- end -}}
 {{- end -}}
 

@@ -72,37 +72,14 @@ cluster.json
 {{- end -}}
 
 {{/*
-tensorflow-dist.entrypoint: the "entrypoint" of a role's Job (dl-common.pod.command): POSIX sh that, when
-the container starts, composes
-  TF_CONFIG={"cluster":<$DL_CLUSTER_DIR/cluster.json>,"task":{"type":"<role>","index":$DL_TASK_INDEX},"environment":"cloud"}
-and exports it, so the framework reads TF_CONFIG from its environment as before; with legacyFlags it also
-appends --ps_hosts (when ps > 0) and --worker_hosts, comma-joined from the same file (its layout is ours:
-compact JSON, host names without '"' or ']'). It logs the task, the size, and the value when short. A
-value over Linux's limit for one environment string (128 KiB, MAX_ARG_STRLEN) could not reach the
-program: the script says so and fails. JSON dict {script, sets}.
+tensorflow-dist.entrypoint: the "entrypoint" of a role's Job (dl-common.pod.command), JSON dict {script, sets}:
+tensorflow-dist.entrypointScript (scripts/tf-config.sh, rendered into _shell.tpl), which composes TF_CONFIG
+from the cluster ConfigMap when the container starts and exports it (with legacyFlags it also appends
+--ps_hosts and --worker_hosts).
   "entrypoint" (include "tensorflow-dist.entrypoint" (dict "role" "worker" "context" $) | fromJson)
 */}}
 {{- define "tensorflow-dist.entrypoint" -}}
 {{- toJson (dict "script" (include "tensorflow-dist.entrypointScript" .) "sets" (list "TF_CONFIG")) -}}
-{{- end -}}
-{{- define "tensorflow-dist.entrypointScript" -}}
-{{- $file := printf "$DL_CLUSTER_DIR/%s" (include "tensorflow-dist.clusterFile" .) -}}
-cluster=$(cat "{{ $file }}") || { echo "tf-config: ERROR: cannot read {{ $file }} (ConfigMap {{ include "dl-common.names.component" (dict "component" "cluster" "context" .context) }})" >&2; exit 1; }
-TF_CONFIG="{\"cluster\":$cluster,\"task\":{\"type\":\"{{ .role }}\",\"index\":$DL_TASK_INDEX},\"environment\":\"cloud\"}"
-export TF_CONFIG
-if [ "${#TF_CONFIG}" -gt 131071 ]; then
-  echo "tf-config: ERROR: TF_CONFIG is ${#TF_CONFIG} bytes, over Linux's limit of 131072 bytes for one environment variable, so TensorFlow could not receive it. Run fewer tasks, or shorten the host names (a shorter release name or fullnameOverride, a shorter namespace)." >&2
-  exit 1
-fi
-echo "tf-config: TF_CONFIG of task {{ .role }} $DL_TASK_INDEX composed from {{ $file }} (${#TF_CONFIG} bytes)"
-if [ "${#TF_CONFIG}" -le 4096 ]; then echo "tf-config: TF_CONFIG=$TF_CONFIG"; fi
-{{- if .context.Values.legacyFlags }}
-hosts() { sed -n "s/.*\"$1\":\[\([^]]*\)\].*/\1/p" "{{ $file }}" | tr -d '"'; }
-{{- if gt (int .context.Values.ps) 0 }}
-set -- "$@" "--ps_hosts=$(hosts ps)"
-{{- end }}
-set -- "$@" "--worker_hosts=$(hosts worker)"
-{{- end }}
 {{- end -}}
 
 {{/*

@@ -1,6 +1,7 @@
-"""The shell scripts of dl-common live as files (charts/dl-common/scripts/*.sh, shellchecked by `make lint`) and
-are rendered into templates/_shell.tpl by charts/dl-common/scripts/build.py: the committed template must not
-drift from the scripts, and the lines meant for the tools never reach a pod."""
+"""The shell scripts of the charts live as files (charts/<chart>/scripts/*.sh: dl-common's, which every chart's pods
+run, and a chart's own, such as tensorflow-dist's; shellchecked by `make lint`) and are rendered into the chart's
+templates/_shell.tpl by charts/dl-common/scripts/build.py: the committed template must not drift from the scripts,
+and the lines meant for the tools never reach a pod."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from tests.support import CHARTS
 
 LIBRARY = CHARTS / "dl-common"
+SCRIPTED = sorted(p.parent for p in CHARTS.glob("*/scripts") if p.is_dir())
 FIX = "python charts/dl-common/scripts/build.py"
 
 
@@ -29,20 +31,31 @@ def library(tmp_path: Path) -> Path:
     return Path(shutil.copytree(LIBRARY, tmp_path / "dl-common"))
 
 
-def test_the_shell_template_matches_the_scripts():
-    proc = build(LIBRARY, "--check")
+@pytest.fixture
+def chart(tmp_path: Path) -> Path:
+    """A copy of tensorflow-dist, a chart with scripts of its own, beside the copy of dl-common (if any)."""
+    return Path(shutil.copytree(CHARTS / "tensorflow-dist", tmp_path / "tensorflow-dist",
+                                ignore=shutil.ignore_patterns("charts")))  # fmt: skip
+
+
+def test_the_shell_templates_match_the_scripts():
+    assert {"dl-common", "tensorflow-dist"} <= {c.name for c in SCRIPTED}
+    proc = build(LIBRARY, "--check")  # every chart with scripts/
     assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\nFix: {FIX}"
 
 
-def test_every_script_is_a_define_without_the_tools_lines():
-    text = (LIBRARY / "templates" / "_shell.tpl").read_text()
-    bodies = re.findall(r'\{\{- define "([^"]+)" -\}\}\n(.*?)\n\{\{- end -\}\}', text, re.S)
-    scripts = [*(LIBRARY / "scripts").glob("*.sh"), *(LIBRARY / "scripts").glob("*.py")]
-    assert len(bodies) == len(scripts) - 1  # build.py renders, it is not rendered
+@pytest.mark.parametrize("folder", SCRIPTED, ids=lambda c: c.name)
+def test_every_script_is_a_define_without_the_tools_lines(folder):
+    text = (folder / "templates" / "_shell.tpl").read_text()
+    bodies = re.findall(r'\{\{- define "([^"]+)" -\}\}\n(.*?)\n\{\{- end -\}\}\n', text, re.S)
+    scripts = [*(folder / "scripts").glob("*.sh"), *(folder / "scripts").glob("*.py")]
+    assert len(bodies) == len([p for p in scripts if p.name != "build.py"])  # build.py renders, it is not rendered
     for name, body in bodies:
-        assert not re.search(r"^\s*(#:|#@|# shellcheck )", body, re.M), name
+        assert name.startswith(f"{folder.name}."), name
+        assert not re.search(r"^\s*(#:|#@|#\{\{|# shellcheck )", body, re.M), name
         assert not re.search(r"@[a-z_]+@", body), name
-    assert "port={{ int .context.Values.mpi.sshPort }}" in dict(bodies)["dl-common.mpi.discoverHostsScript"]
+    if folder == LIBRARY:
+        assert "port={{ int .context.Values.mpi.sshPort }}" in dict(bodies)["dl-common.mpi.discoverHostsScript"]
 
 
 def test_a_changed_script_is_drift_until_rebuilt(library):
@@ -64,6 +77,10 @@ def test_a_changed_script_is_drift_until_rebuilt(library):
         (["#@ port = {{ 2222 }}", "port=2222"], "declared but not used: ['port']"),
         (["#@port {{ 2222 }}"], "is not a placeholder; write '#@ <name> = <template text>'"),
         (["#: a comment that ends */ early"], "'*/' would end the define's comment early"),
+        (["#{{- range .context.Values.hosts }}", "true", "#{{- end }}"], "is not a condition; write '#{{- if"),
+        (["#{{ if .context.Values.on }}", "true", "#{{ end }}"], "is not a condition"),
+        (["#{{- if .context.Values.on }}", "true"], "'#{{- if ... }}' without its '#{{- end }}'"),
+        (["true", "#{{- end }}"], "closes or continues no '#{{- if ... }}'"),
     ],
 )
 def test_a_script_the_template_cannot_carry_is_refused(library, lines, message):
@@ -79,6 +96,26 @@ def test_a_script_without_its_define_name_is_refused(library):
     proc = build(library)
     assert proc.returncode == 2
     assert "its first '#:' line must start with the define's name and a colon" in proc.stderr
+
+
+def test_a_chart_script_is_drift_until_rebuilt_and_renders_its_conditions(library, chart):
+    script = chart / "scripts" / "tf-config.sh"
+    script.write_text(script.read_text() + '#{{- if .context.Values.debug }}\necho "tf-config: done"\n#{{- end }}\n')
+    proc = build(library, "--check")  # the chart beside the library is checked too
+    assert proc.returncode == 1
+    assert f"{chart}/templates/_shell.tpl: differs from" in proc.stdout and FIX in proc.stdout
+    assert build(library, str(chart)).returncode == 0
+    text = (chart / "templates" / "_shell.tpl").read_text()
+    assert '{{- if .context.Values.debug }}\necho "tf-config: done"\n{{- end }}\n{{- end -}}' in text
+    assert "GENERATED from charts/tensorflow-dist/scripts/*.sh" in text
+    assert build(library, "--check").returncode == 0
+
+
+def test_a_chart_script_defines_a_name_of_its_chart(library, chart):
+    (chart / "scripts" / "zz-new.sh").write_text("#!/bin/sh\n#: dl-common.test.newScript: not the chart's\ntrue\n")
+    proc = build(library, str(chart))
+    assert proc.returncode == 2
+    assert "zz-new.sh" in proc.stderr and "the name starting with the chart's (tensorflow-dist.)" in proc.stderr
 
 
 # The MPI launcher's wrapper, run by dash (what /bin/sh is on Debian images) against fake `ssh` and `getent`:

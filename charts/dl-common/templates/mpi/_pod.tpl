@@ -1,6 +1,6 @@
 {{/*
 The pod spec parts of the MPI roles: the ConfigMap, volumes and mounts, the mpi-setup init container,
-the environment and the commands (see _mpi.tpl for the run-time layout).
+the environment and the commands (see _layout.tpl for the run-time layout).
 */}}
 
 {{/*

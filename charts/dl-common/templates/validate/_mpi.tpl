@@ -1,5 +1,5 @@
 {{/*
-dl-common.mpi.validate: JSON errors of the MPI rules ("launcher"/"worker": both roles' settings), each
+dl-common.validate.mpi: JSON errors of the MPI rules ("launcher"/"worker": both roles' settings), each
 naming the value path and the fix:
 - mpi.slots set by hand unequal to the workers' whole-GPU count (one rank per GPU);
 - launcher and workers running as different uids (ssh logs in as the launcher's user);
@@ -16,9 +16,9 @@ naming the value path and the fix:
   arguments, so the job would run no rank or silently ignore the args. The message names "program", the
   chart's value for the program every rank runs (e.g. "horovod.command"). roles.launcher.args (the whole
   launch line, still run by the wrapper) stays allowed.
-  {{- $errors = include "dl-common.mpi.validate" (dict "errors" $errors "launcher" $ls "worker" $ws "program" "horovod.command" "context" $) | fromJsonArray -}}
+  {{- $errors = include "dl-common.validate.mpi" (dict "errors" $errors "launcher" $ls "worker" $ws "program" "horovod.command" "context" $) | fromJsonArray -}}
 */}}
-{{- define "dl-common.mpi.validate" -}}
+{{- define "dl-common.validate.mpi" -}}
 {{- $errors := .errors -}}
 {{- $ctx := .context -}}
 {{- $mpi := $ctx.Values.mpi -}}

@@ -1,5 +1,5 @@
 {{/*
-MPI over SSH: the release's key Secret and the client and server configurations (see _mpi.tpl for
+MPI over SSH: the release's key Secret and the client and server configurations (see _layout.tpl for
 where they are mounted).
 */}}
 

@@ -1,13 +1,13 @@
 {{/*
-MPI ranks and hosts: the slots of a worker, the ranks of the launcher, and the hostfile (see _mpi.tpl
-for the layout of an MPI release).
+MPI slots and ranks: the slots of a worker, the ranks of the launcher, the pods that run ranks in hostfile
+order and the total (see _layout.tpl for the layout of an MPI release; the hostfile is _hostfile.tpl).
 */}}
 
 {{/*
 dl-common.mpi.slots: MPI slots (ranks) of a worker pod: the processes its GPU request implies
 (dl-common.resources.gpu "procs") when it requests whole GPU devices, else mpi.slots, else 1. A pod with an
 amount resource (e.g. HAMi nvidia.com/gpumem) has a share of one GPU: one slot unless mpi.slots says more.
-(A mpi.slots that contradicts a device count is rejected by dl-common.mpi.validate.)
+(A mpi.slots that contradicts a device count is rejected by dl-common.validate.mpi.)
   {{ include "dl-common.mpi.slots" (dict "settings" $workerSettings "context" $) }}
 */}}
 {{- define "dl-common.mpi.slots" -}}
@@ -59,21 +59,4 @@ dl-common.mpi.np: the total number of ranks (sum of slots over the hostfile).
 {{- $np = add $np (mul (int .count) (int .slots)) -}}
 {{- end -}}
 {{- $np -}}
-{{- end -}}
-
-{{/*
-dl-common.mpi.hostfile: the hostfile, one line per pod that runs ranks (launcher first when it has GPUs),
-with full "<job>-<i>.<service>.<namespace>.svc" names, in "format" (default mpi.implementation):
-openmpi "<host> slots=N", intel / mpich "<host>:N" (via dl-common.hostfile.lines).
-  {{ include "dl-common.mpi.hostfile" (dict "launcher" $ls "worker" $ws "format" "openmpi" "context" $) }}
-*/}}
-{{- define "dl-common.mpi.hostfile" -}}
-{{- $ctx := .context -}}
-{{- $format := .format | default $ctx.Values.mpi.implementation -}}
-{{- $parts := list -}}
-{{- range (include "dl-common.mpi.hostGroups" . | fromJsonArray) -}}
-{{- $hosts := include "dl-common.peers.hosts" (dict "role" .role "count" .count "context" $ctx) | fromJsonArray -}}
-{{- $parts = append $parts (include "dl-common.hostfile.lines" (dict "hosts" $hosts "format" $format "slots" .slots)) -}}
-{{- end -}}
-{{- join "\n" $parts -}}
 {{- end -}}

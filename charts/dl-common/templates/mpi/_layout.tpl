@@ -1,15 +1,17 @@
 {{/*
-MPI machinery shared by the MPI charts (horovod-mpi, cntk-dist): an mpirun-style launcher (an Indexed Job
-of 1) that reaches the worker pods (an Indexed Job of N running sshd) over SSH, all under the release's
-one headless Service. Everything a chart needs besides the generic Job skeleton (dl-common.job.indexed)
-is in the _mpi*.tpl files, one subject each:
-  _mpi.tpl           names, identity and paths, both roles' settings, pod counts and ports
-  _mpi_hosts.tpl     slots, ranks and the hostfile
-  _mpi_ssh.tpl       the per-release SSH key Secret, ssh_config and sshd_config
-  _mpi_pod.tpl       the ConfigMap, the mpi-setup init container, volumes, mounts, env and commands
-  _mpi_validate.tpl  the MPI-specific validation
-The MPI scripts (mpi-setup.sh, mpi-sshd.sh, mpi-launcher.sh, discover_hosts.sh) are files in scripts/, rendered
-into _shell.tpl.
+MPI machinery shared by the MPI charts (horovod-mpi, cntk-dist, deepspeed-dist): an mpirun-style launcher (an
+Indexed Job of 1) that reaches the worker pods (an Indexed Job of N running sshd) over SSH, all under the
+release's one headless Service. Everything a chart needs besides the generic Job skeleton
+(dl-common.job.indexed) is in templates/mpi/, one subject a file:
+  _layout.tpl    this layout; the names of the release's MPI objects, the identity and paths of its pods
+  _roles.tpl     both roles' settings, pod counts and ports, the program every rank runs, the test pod
+  _ranks.tpl     slots and ranks: of a worker, of the launcher, in hostfile order, in all
+  _hostfile.tpl  the hostfile (and the host lines of any hostfile format)
+  _ssh.tpl       the per-release SSH key Secret, ssh_config and sshd_config
+  _pod.tpl       the ConfigMap, the mpi-setup init container, volumes, mounts, env and commands
+The MPI-specific validation is templates/validate/_mpi.tpl (dl-common.validate.mpi). The MPI scripts
+(mpi-setup.sh, mpi-sshd.sh, mpi-launcher.sh, discover_hosts.sh) are files in scripts/, rendered into
+templates/_shell.tpl.
 
 Values the helpers read (every MPI chart has this block; see the charts' values.yaml):
   mpi:
@@ -73,50 +75,4 @@ runs as uid 0; sshDir holds the keys and configs; homeMount is where the "mpi-ho
 {{- $home := trimSuffix "/" .context.Values.mpi.user.home -}}
 {{- toJson (dict "root" false "home" $home "sshDir" (printf "%s/.ssh" $home) "homeMount" $home) -}}
 {{- end -}}
-{{- end -}}
-
-{{/*
-dl-common.mpi.settings: JSON {launcher, worker}: both roles' merged settings (dl-common.values.role), without
-defaults.args when a script is set (they are then the script's arguments in the launch line, see
-dl-common.script.mpiSettings). A chart memoizes it under its own name:
-  {{- define "horovod-mpi.settings" -}}{{ include "dl-common.mpi.settings" (dict "context" .) }}{{- end -}}
-*/}}
-{{- define "dl-common.mpi.settings" -}}
-{{- $out := dict -}}
-{{- range $role := list "launcher" "worker" -}}
-{{- $s := include "dl-common.values.role" (dict "role" $role "context" $.context) | fromJson -}}
-{{- $_ := set $out $role (include "dl-common.script.mpiSettings" (dict "role" $role "settings" $s "context" $.context) | fromJson) -}}
-{{- end -}}
-{{- toJson $out -}}
-{{- end -}}
-
-{{/*
-dl-common.mpi.roles: JSON role -> pod count of an MPI release: {launcher: 1, worker: .Values.worker}.
-  {{- $roles := include "dl-common.mpi.roles" (dict "context" $) | fromJson -}}
-*/}}
-{{- define "dl-common.mpi.roles" -}}
-{{- toJson (dict "launcher" 1 "worker" (int .context.Values.worker)) -}}
-{{- end -}}
-
-{{/*
-dl-common.mpi.ports: JSON list with the sshd port (name "ssh"), for the headless Service and the pods.
-  {{- $ports := include "dl-common.mpi.ports" (dict "context" $) | fromJsonArray -}}
-*/}}
-{{- define "dl-common.mpi.ports" -}}
-{{- toJson (list (dict "name" "ssh" "port" (int .context.Values.mpi.sshPort))) -}}
-{{- end -}}
-
-{{/*
-dl-common.mpi.testSettings: the settings for the helm test pod (dl-common.peers.testPod): the worker's,
-but when the workers run as root (sshd needs capabilities then) a restricted non-root context, since the
-test only runs nslookup.
-  {{- $ts := include "dl-common.mpi.testSettings" (dict "settings" $ws "context" $) | fromJson -}}
-*/}}
-{{- define "dl-common.mpi.testSettings" -}}
-{{- $s := deepCopy .settings -}}
-{{- if (include "dl-common.mpi.paths" . | fromJson).root -}}
-{{- $_ := set $s "podSecurityContext" (dict "runAsNonRoot" true "runAsUser" 65534 "runAsGroup" 65534 "seccompProfile" (dict "type" "RuntimeDefault")) -}}
-{{- $_ := set $s "securityContext" (dict "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "capabilities" (dict "drop" (list "ALL"))) -}}
-{{- end -}}
-{{- toJson $s -}}
 {{- end -}}
