@@ -650,28 +650,39 @@ class Session:
                 write(f"start watch: Job {job} suspended (it needs this run's relay to the API server)")
 
 
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """Where and how :func:`run` (and a :func:`session`) runs a chart's release: `dlcharts run`'s options."""
+
+    helm: Helm
+    #: the release :func:`run` installs; a session checks the start watch's rights with this name
+    release_name: str
+    namespace: str
+    #: the cluster (None: the embedded one, started or reused, with its real nodes)
+    kubeconfig: Path | None = None
+    #: where the local images are pushed and pulled from (None: the embedded cluster's registry; with ``kubeconfig``,
+    #: the chart's own images)
+    registry: str | None = None
+    #: the embedded cluster's name (without ``kubeconfig``)
+    cluster_name: str = ClusterConfig.name
+    #: seconds the job may take (:func:`run`; a session alone waits for no job)
+    timeout: float = 900
+
+
 @contextlib.contextmanager
-def session(
-    chart: Path,
-    helm_args: Sequence[str],
-    *,
-    helm: Helm,
-    release_name: str,
-    namespace: str,
-    kubeconfig: Path | None = None,
-    registry: str | None = None,
-    cluster_name: str = ClusterConfig.name,
-    write: Write = print,
-) -> Iterator[Session]:
+def session(chart: Path, helm_args: Sequence[str], options: RunOptions, write: Write = print) -> Iterator[Session]:
     """Steps 1 and 2 of the module's docstring, and the namespace: the cluster (the embedded one started or reused,
-    or ``kubeconfig``'s), the start watch's rights checked with ``release_name``, the namespace admitting the chart's
-    pods, the local images pushed. `dlcharts run` installs one release in it, `dlcharts sweep` one per trial."""
+    or ``options.kubeconfig``'s), the start watch's rights checked with ``options.release_name``, the namespace
+    admitting the chart's pods, the local images pushed. `dlcharts run` installs one release in it, `dlcharts sweep`
+    one per trial."""
     name = chart_name(chart)
+    kubeconfig, registry, namespace = options.kubeconfig, options.registry, options.namespace
     real_node, spread = kubeconfig is None, False
     relay: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext()
     if kubeconfig is None:
         from dlcharts.cluster.embedded import EmbeddedCluster
 
+        cluster_name = options.cluster_name
         write(f"cluster: embedded {cluster_name!r} with its real node ...")
         handle = EmbeddedCluster(ClusterConfig(name=cluster_name)).start()
         if handle.images is None or handle.real_node is None:
@@ -685,8 +696,8 @@ def session(
         relay = api_relay(handle.server, handle.state_dir, str(handle.real_node["ip"]))
     with Kube.from_kubeconfig(kubeconfig) as kube, relay as api_server:
         values = cpu_values(name, registry, real_node=real_node, api_server=api_server, spread=spread)
-        ready = Session(kube, helm, kubeconfig, namespace, chart, values, api_server)
-        check_start_watch_rights(kube, ready.release(release_name), chart, values, helm_args)  # before anything
+        ready = Session(kube, options.helm, kubeconfig, namespace, chart, values, api_server)
+        check_start_watch_rights(kube, ready.release(options.release_name), chart, values, helm_args)  # before anything
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
@@ -696,30 +707,15 @@ def session(
         yield ready
 
 
-def run(
-    chart: Path,
-    helm_args: Sequence[str],
-    *,
-    helm: Helm,
-    release_name: str,
-    namespace: str,
-    kubeconfig: Path | None = None,
-    registry: str | None = None,
-    cluster_name: str = ClusterConfig.name,
-    timeout: float = 900,
-    write: Write = print,
-) -> RunResult:
+def run(chart: Path, helm_args: Sequence[str], options: RunOptions, write: Write = print) -> RunResult:
     """`dlcharts run`: see the module's docstring."""
-    with session(
-        chart, helm_args, helm=helm, release_name=release_name, namespace=namespace, kubeconfig=kubeconfig,
-        registry=registry, cluster_name=cluster_name, write=write,
-    ) as ready:  # fmt: skip
+    with session(chart, helm_args, options, write) as ready:
         shown = " ".join(helm_args)
-        write(f"helm install {release_name} {chart} -n {namespace} -f <cpu values> {shown}".rstrip())
+        write(f"helm install {options.release_name} {chart} -n {options.namespace} -f <cpu values> {shown}".rstrip())
         for line in yaml.safe_dump(ready.values, sort_keys=False, default_flow_style=None, width=100).splitlines():
             write(f"    {line}")
-        release = ready.release(release_name)
-        result = run_job(ready.kube, release, chart, ready.values, helm_args, timeout=timeout, write=write)
+        release = ready.release(options.release_name)
+        result = run_job(ready.kube, release, chart, ready.values, helm_args, timeout=options.timeout, write=write)
         ready.end(release, write)  # the watch reaches the API server only through this process's relay
         return result
 
