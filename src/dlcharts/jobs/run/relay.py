@@ -42,24 +42,7 @@ def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
                 api = stack.enter_context(
                     upstream.wrap_socket(socket.create_connection((host, port), timeout=30), server_hostname=host)
                 )
-                ends = (pod, api)
-                for end in ends:  # a TLS record without data (a TLS 1.3 session ticket) must not block a read
-                    end.setblocking(False)
-                while not stop.is_set():
-                    ready = [s for s in ends if s.pending()] or select.select(ends, [], [], 60)[0]
-                    if not ready:
-                        return
-                    for end in ready:
-                        try:
-                            data = end.recv(65536)
-                        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                            continue
-                        if not data:
-                            return
-                        other = api if end is pod else pod
-                        other.settimeout(30)
-                        other.sendall(data)
-                        other.setblocking(False)
+                _pump(pod, api, stop)
             except (OSError, ValueError):
                 return
 
@@ -81,3 +64,26 @@ def api_relay(server: str, state_dir: Path, address: str) -> Iterator[str]:
         stop.set()
         thread.join(timeout=2)
         listener.close()
+
+
+def _pump(pod: ssl.SSLSocket, api: ssl.SSLSocket, stop: threading.Event) -> None:
+    """Pass what each end of a relayed connection sends to the other, until one closes, neither sends for 60 s, or
+    ``stop`` is set."""
+    ends = (pod, api)
+    for end in ends:  # a TLS record without data (a TLS 1.3 session ticket) must not block a read
+        end.setblocking(False)
+    while not stop.is_set():
+        ready = [s for s in ends if s.pending()] or select.select(ends, [], [], 60)[0]
+        if not ready:
+            return
+        for end in ready:
+            try:
+                data = end.recv(65536)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                continue
+            if not data:
+                return
+            other = api if end is pod else pod
+            other.settimeout(30)
+            other.sendall(data)
+            other.setblocking(False)
