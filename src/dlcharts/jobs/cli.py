@@ -32,11 +32,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     chart, kubeconfig = _chart_and_kubeconfig(args)
     name = run.chart_name(chart)
-    result = run.run(
-        chart, args.helm_args, helm=find_helm(args.helm), release_name=args.release or name,
-        namespace=args.namespace, kubeconfig=kubeconfig, registry=args.registry, cluster_name=args.cluster_name,
-        timeout=args.timeout,
+    options = run.RunOptions(
+        helm=find_helm(args.helm), release_name=args.release or name, namespace=args.namespace,
+        kubeconfig=kubeconfig, registry=args.registry, cluster_name=args.cluster_name, timeout=args.timeout,
     )  # fmt: skip
+    result = run.run(chart, args.helm_args, options)
     if result.problem:
         print(result.problem, file=sys.stderr)
     print(run.summary(result))

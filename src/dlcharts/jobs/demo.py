@@ -63,10 +63,8 @@ def run_demo(chart: Path = CHART, cluster_name: str = ClusterConfig.name, worker
     prepare(chart)
     helm = find_helm()
     step(3, f"helm install {RELEASE} charts/tensorflow-dist --set worker={workers}, for real on CPU (dlcharts run)")
-    result = run.run(
-        chart, ["--set", f"worker={workers}"], helm=helm, release_name=RELEASE, namespace=NAMESPACE,
-        cluster_name=cluster_name, write=lambda line: print(f"    {line}", flush=True),
-    )  # fmt: skip
+    options = run.RunOptions(helm=helm, release_name=RELEASE, namespace=NAMESPACE, cluster_name=cluster_name)
+    result = run.run(chart, ["--set", f"worker={workers}"], options, lambda line: print(f"    {line}", flush=True))
     if result.problem:
         print(result.problem)
     print("\n".join(f"    {line}" for line in run.summary(result).splitlines()))

@@ -943,10 +943,11 @@ def sweep_main(
     live = show or LiveTable()
     previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        with run.session(
-            chart, helm_args, helm=helm, release_name=f"{sweep.name}-0", namespace=namespace, kubeconfig=kubeconfig,
-            registry=registry, cluster_name=cluster_name, write=write,
-        ) as ready:  # fmt: skip
+        options = run.RunOptions(
+            helm=helm, release_name=f"{sweep.name}-0", namespace=namespace, kubeconfig=kubeconfig,
+            registry=registry, cluster_name=cluster_name,
+        )  # fmt: skip
+        with run.session(chart, helm_args, options, write) as ready:
             runner = Runner(sweep, ready, helm_args, out, keep=keep, resume=resume, write=write)
             code = runner.run(live)
     finally:
