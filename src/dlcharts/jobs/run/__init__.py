@@ -36,12 +36,9 @@ from dlcharts.jobs.run.relay import api_relay
 from dlcharts.jobs.run.rights import START_WATCH_RIGHTS, check_start_watch_rights, may_create
 from dlcharts.jobs.run.values import (
     CPU_DEFAULTS,
-    MPI4PY_ALLREDUCE,
-    SMALL_BENCHMARK,
     SPREAD_OVER_NODES,
     cpu_values,
     local_images,
-    mpi4py_program,
 )
 from dlcharts.jobs.run.watch import START_FAILURE, START_WATCH_MARGIN, suspend_start_watch
 
@@ -49,9 +46,7 @@ __all__ = [
     "COMPONENT_LABEL",
     "CPU_DEFAULTS",
     "DELETED",
-    "MPI4PY_ALLREDUCE",
     "SETTLE_SECONDS",
-    "SMALL_BENCHMARK",
     "SPREAD_OVER_NODES",
     "START_FAILURE",
     "START_WATCH_MARGIN",
@@ -70,7 +65,6 @@ __all__ = [
     "job_verdicts",
     "local_images",
     "may_create",
-    "mpi4py_program",
     "parse_time",
     "prepare_namespace",
     "push_images",

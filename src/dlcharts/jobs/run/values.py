@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from dlcharts.catalogue import TRAINING_CHARTS
 from dlcharts.cluster import node
 from dlcharts.images.definitions import IMAGES, ImageDef
 
@@ -22,62 +23,13 @@ CPU_DEFAULTS: dict[str, Any] = {
     "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "3Gi"}},
     "shm": {"sizeLimit": "512Mi"},
 }
-# The program cntk-dist's ranks run on CPU. The local cntk-dist image has Open MPI and mpi4py but no CNTK (it has
-# no wheel for any current Python; `dlcharts images build --list`), so the default program, which imports cntk,
-# would fail there: every rank allreduces instead (argv: steps, seconds between steps), through the chart's
-# launcher, mpirun and the workers' sshd, and checks the sum.
-MPI4PY_ALLREDUCE = """
-import sys, time
-from mpi4py import MPI
-c = MPI.COMM_WORLD
-steps, pause = int(sys.argv[1]), float(sys.argv[2])
-print(f"mpi4py: rank {c.rank}/{c.size} on {MPI.Get_processor_name()}", flush=True)
-for step in range(1, steps + 1):
-    total = c.allreduce(c.rank + step)
-    if c.rank == 0:
-        print(f"mpi4py: step {step}/{steps} allreduce {total}", flush=True)
-    time.sleep(pause)
-assert total == sum(r + steps for r in range(c.size)), total
-print(f"mpi4py: rank {c.rank} done, allreduce {total}", flush=True)
-""".strip()
-
-
-def mpi4py_program(steps: int = 5, pause: float = 0.2) -> list[str]:
-    """:data:`MPI4PY_ALLREDUCE` as a program value (``cntk.python.command``, ``horovod.command``)."""
-    return ["python3", "-c", MPI4PY_ALLREDUCE, str(steps), str(pause)]
-
-
-#: what each chart runs on a few CPU cores: its built-in benchmark sized for about a minute instead of GPU-sized
-#: batches, or (cntk-dist, whose local image has no CNTK) an MPI program the local image can run
-SMALL_BENCHMARK: dict[str, dict[str, Any]] = {
-    "tensorflow-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
-    "pytorch-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
-    "mxnet-dist": {"benchmark": {"steps": 20, "warmupSteps": 2, "batchSize": 8, "imageSize": 32}},
-    "horovod-mpi": {
-        "benchmark": {
-            "model": "resnet18",
-            "batchSize": 8,
-            "imageSize": 32,
-            "warmupBatches": 2,
-            "batchesPerIter": 5,
-            "iterations": 4,
-        },
-    },
-    "cntk-dist": {"cntk": {"activate": "", "python": {"command": mpi4py_program()}}},
-    "jax-dist": {"benchmark": {"steps": 50, "warmupSteps": 2}},
-    "deepspeed-dist": {"benchmark": {"hidden": 256, "layers": 4, "warmupSteps": 2, "steps": 30}},
-}  # fmt: skip
 
 
 def local_images(chart: str) -> list[tuple[ImageDef, str]]:
-    """The local images standing for image values of ``chart``: (image, values path such as ``defaults.image``)."""
-    found = []
-    for image in IMAGES.values():
-        for entry in image.values:
-            name, _, path = entry.partition(":")
-            if name == chart:
-                found.append((image, path))
-    return found
+    """The local images standing for image values of ``chart`` (dlcharts.catalogue): (image, values path such as
+    ``defaults.image``); none for a chart the catalogue does not know."""
+    entry = TRAINING_CHARTS.get(chart)
+    return [(IMAGES[image], path) for path, image in entry.local_images().items()] if entry else []
 
 
 #: each role's pods on as many nodes as there are (the charts default a constraint's labelSelector to the role's pods);
@@ -97,12 +49,14 @@ def cpu_values(
     api_server: str | None = None,
     spread: bool = False,
 ) -> dict[str, Any]:
-    """Values that run ``chart`` on CPU: :data:`CPU_DEFAULTS` and :data:`SMALL_BENCHMARK`; with ``registry``
+    """Values that run ``chart`` on CPU: :data:`CPU_DEFAULTS` and the catalogue's ``cpu_values``; with ``registry``
     every image from there (``global.imageRegistry``) with the local images' tags, pulled Always; with ``real_node`` the
     embedded cluster's real nodes' selector and toleration, and the start watch at ``api_server`` (an
     :func:`api_relay`'s URL: the real nodes' pods have no route to the API server), or without the start watch
     when there is none; with ``spread`` :data:`SPREAD_OVER_NODES`."""
-    values: dict[str, Any] = {"defaults": copy.deepcopy(CPU_DEFAULTS), **copy.deepcopy(SMALL_BENCHMARK.get(chart, {}))}
+    entry = TRAINING_CHARTS.get(chart)
+    small = copy.deepcopy(dict(entry.cpu_values)) if entry else {}
+    values: dict[str, Any] = {"defaults": copy.deepcopy(CPU_DEFAULTS), **small}
     if registry:
         values["global"] = {"imageRegistry": registry}
         for image, path in local_images(chart):
