@@ -177,6 +177,38 @@ def _placeholders(node: Any) -> set[str]:
 
 def load(path: Path) -> Sweep:
     """Read and check a sweep file; SweepError naming the key and the fix."""
+    spec = _read(path)
+    metric, maximize, goal = _objective(path, spec)
+    algorithm = spec.get("algorithm", "random")
+    if algorithm not in ALGORITHMS:
+        raise SweepError(f"{path}: algorithm is {algorithm!r}; one of {', '.join(ALGORITHMS)}")
+    counts = {key: spec.get(key, default) for key, default in
+              (("parallelTrials", 1), ("maxTrials", 10), ("maxFailedTrials", 3), ("seed", 0))}  # fmt: skip
+    for key, value in counts.items():
+        _number(f"{path}: {key}", value, integer=True, positive=key != "seed")
+    timeout = _number(f"{path}: trialTimeoutSeconds", spec.get("trialTimeoutSeconds", 1800), positive=True)
+    parameters = _parameters(path, spec)
+    values = _values(path, spec, [p.name for p in parameters])
+    early = _early_stopping(path, spec)
+    name = spec.get("name", path.stem)
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z]([-a-z0-9]{0,30}[a-z0-9])?", name):
+        raise SweepError(
+            f"{path}: the sweep's name {name!r} (name:, else the file's name) must be a DNS label of at most 32 "
+            f"characters: its trials are the releases <name>-<index>; set name: in the file"
+        )
+    sweep = Sweep(
+        name, metric, maximize, goal, algorithm, counts["seed"], counts["parallelTrials"],
+        counts["maxTrials"], counts["maxFailedTrials"], float(timeout), early, parameters, values, spec,
+    )  # fmt: skip
+    if algorithm == "grid":
+        size = math.prod(len(p.grid()) for p in parameters)
+        if size < sweep.max_trials:
+            sweep = dataclasses.replace(sweep, max_trials=size)
+    return sweep
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The sweep file as a map with only the keys a sweep file has."""
     try:
         spec = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -187,6 +219,11 @@ def load(path: Path) -> Sweep:
         raise SweepError(f"--sweep {path}: a sweep file is a map (objective, algorithm, parameters, values, ...)")
     if unknown := sorted(set(spec) - TOP_KEYS):
         raise SweepError(f"{path}: unknown key {unknown[0]!r}; the keys of a sweep file: {', '.join(sorted(TOP_KEYS))}")
+    return spec
+
+
+def _objective(path: Path, spec: dict[str, Any]) -> tuple[str, bool, float | None]:
+    """The objective's metric, whether it is maximized, and its goal."""
     objective = spec.get("objective")
     if not isinstance(objective, dict) or not isinstance(objective.get("metric"), str):
         raise SweepError(f"{path}: objective needs a metric, e.g. objective: {{metric: loss, type: minimize}}")
@@ -198,14 +235,10 @@ def load(path: Path) -> Sweep:
     goal = objective.get("goal")
     if goal is not None:
         _number(f"{path}: objective.goal", goal)
-    algorithm = spec.get("algorithm", "random")
-    if algorithm not in ALGORITHMS:
-        raise SweepError(f"{path}: algorithm is {algorithm!r}; one of {', '.join(ALGORITHMS)}")
-    counts = {key: spec.get(key, default) for key, default in
-              (("parallelTrials", 1), ("maxTrials", 10), ("maxFailedTrials", 3), ("seed", 0))}  # fmt: skip
-    for key, value in counts.items():
-        _number(f"{path}: {key}", value, integer=True, positive=key != "seed")
-    timeout = _number(f"{path}: trialTimeoutSeconds", spec.get("trialTimeoutSeconds", 1800), positive=True)
+    return objective["metric"], direction == "maximize", goal
+
+
+def _parameters(path: Path, spec: dict[str, Any]) -> tuple[Parameter, ...]:
     raw = spec.get("parameters")
     if not isinstance(raw, list) or not raw:
         raise SweepError(f"{path}: parameters must be a list of at least one parameter")
@@ -213,6 +246,11 @@ def load(path: Path) -> Sweep:
     names = [p.name for p in parameters]
     if dupes := sorted({n for n in names if names.count(n) > 1}):
         raise SweepError(f"{path}: parameter {dupes[0]} is defined twice")
+    return parameters
+
+
+def _values(path: Path, spec: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The trial template, where every parameter and nothing else is written as ${name}."""
     values = spec.get("values")
     if not isinstance(values, dict) or not values:
         raise SweepError(f"{path}: values (the trial template: the chart's values with ${{name}} where a parameter "
@@ -224,35 +262,24 @@ def load(path: Path) -> Sweep:
     if unused := [n for n in names if n not in used]:
         raise SweepError(f"{path}: parameter {unused[0]} reaches no value: write ${{{unused[0]}}} where it goes in "
                          f"values (e.g. defaults.args or defaults.env)")  # fmt: skip
+    return values
+
+
+def _early_stopping(path: Path, spec: dict[str, Any]) -> EarlyStopping | None:
     stopping = spec.get("earlyStopping")
-    early = None
-    if stopping is not None:
-        if not isinstance(stopping, dict) or stopping.get("rule", "median") != "median":
-            raise SweepError(f"{path}: earlyStopping is {stopping!r}; the rule is median: "
-                             f"{{rule: median, minTrials: 3, startStep: 4}}")  # fmt: skip
-        if unknown := sorted(set(stopping) - {"rule", "minTrials", "startStep"}):
-            raise SweepError(f"{path}: earlyStopping: unknown key {unknown[0]!r}; its keys: rule, minTrials, startStep")
-        early = EarlyStopping(
-            min_trials=_number(f"{path}: earlyStopping.minTrials", stopping.get("minTrials", 3), integer=True,
-                               positive=True),
-            start_step=_number(f"{path}: earlyStopping.startStep", stopping.get("startStep", 4), integer=True,
-                               positive=True),
-        )  # fmt: skip
-    name = spec.get("name", path.stem)
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z]([-a-z0-9]{0,30}[a-z0-9])?", name):
-        raise SweepError(
-            f"{path}: the sweep's name {name!r} (name:, else the file's name) must be a DNS label of at most 32 "
-            f"characters: its trials are the releases <name>-<index>; set name: in the file"
-        )
-    sweep = Sweep(
-        name, objective["metric"], direction == "maximize", goal, algorithm, counts["seed"], counts["parallelTrials"],
-        counts["maxTrials"], counts["maxFailedTrials"], float(timeout), early, parameters, values, spec,
+    if stopping is None:
+        return None
+    if not isinstance(stopping, dict) or stopping.get("rule", "median") != "median":
+        raise SweepError(f"{path}: earlyStopping is {stopping!r}; the rule is median: "
+                         f"{{rule: median, minTrials: 3, startStep: 4}}")  # fmt: skip
+    if unknown := sorted(set(stopping) - {"rule", "minTrials", "startStep"}):
+        raise SweepError(f"{path}: earlyStopping: unknown key {unknown[0]!r}; its keys: rule, minTrials, startStep")
+    return EarlyStopping(
+        min_trials=_number(f"{path}: earlyStopping.minTrials", stopping.get("minTrials", 3), integer=True,
+                           positive=True),
+        start_step=_number(f"{path}: earlyStopping.startStep", stopping.get("startStep", 4), integer=True,
+                           positive=True),
     )  # fmt: skip
-    if algorithm == "grid":
-        size = math.prod(len(p.grid()) for p in parameters)
-        if size < sweep.max_trials:
-            sweep = dataclasses.replace(sweep, max_trials=size)
-    return sweep
 
 
 def substitute(values: Any, params: dict[str, Any]) -> Any:
