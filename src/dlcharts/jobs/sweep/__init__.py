@@ -59,14 +59,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
-import dataclasses
-import itertools
 import json
 import queue
-import random
 import re
 import signal
-import statistics
 import sys
 import tempfile
 import threading
@@ -93,6 +89,16 @@ from dlcharts.jobs.sweep.spec import (
     placeholder_paths,
     substitute,
     value_text,
+)
+from dlcharts.jobs.sweep.suggestion import Suggester
+from dlcharts.jobs.sweep.trials import (
+    DONE_STATES,
+    LOG_LINE,
+    METRIC,
+    MetricReader,
+    Trial,
+    median_stop,
+    running_average_until,
 )
 
 __all__ = [
@@ -128,180 +134,6 @@ __all__ = [
 
 
 Write = Callable[[str], None]
-#: trial states; the ones a resumed sweep keeps
-DONE_STATES = ("Succeeded", "Failed", "EarlyStopped", "Stopped")
-#: Katib's stdout metrics format: name=value anywhere on a line
-METRIC = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)=([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])")
-LOG_LINE = re.compile(r"^\[(?P<pod>[^/\]]+)/[^\]]+\] (?P<line>.*)$")
-
-
-# --- algorithms -----------------------------------------------------------------------------------------------
-
-
-class Suggester:
-    """Parameters for trial ``index``, from the sweep's seed (grid, random) or the finished trials (tpe)."""
-
-    def __init__(self, sweep: Sweep) -> None:
-        self.sweep = sweep
-        self._grid = list(itertools.product(*(p.grid() for p in sweep.parameters))) if sweep.algorithm == "grid" else []
-        self._study: Any = None
-        self._asked: dict[int, Any] = {}  # trial index -> optuna trial
-        if sweep.algorithm == "tpe":
-            try:
-                import optuna
-            except ImportError:
-                raise SweepError(
-                    "algorithm: tpe needs optuna, which the core install leaves out; install it with: "
-                    "pip install 'dlcharts[sweep]' (or use algorithm: random or grid)"
-                ) from None
-            optuna.logging.set_verbosity(optuna.logging.WARNING)
-            sampler = optuna.samplers.TPESampler(seed=sweep.seed, n_startup_trials=min(5, sweep.max_trials // 2 or 1))
-            self._study = optuna.create_study(direction="maximize" if sweep.maximize else "minimize", sampler=sampler)
-
-    def _distributions(self) -> dict[str, Any]:
-        import optuna.distributions as d
-
-        out: dict[str, Any] = {}
-        for p in self.sweep.parameters:
-            if p.type == "categorical":
-                out[p.name] = d.CategoricalDistribution(list(p.values))
-            elif p.type == "int":
-                out[p.name] = d.IntDistribution(int(p.min or 0), int(p.max or 0), log=p.log)
-            else:
-                out[p.name] = d.FloatDistribution(p.min or 0.0, p.max or 0.0, log=p.log)
-        return out
-
-    def replay(self, trial: Trial) -> None:
-        """Tell TPE about a trial finished before a resume."""
-        if self._study is None or trial.state not in DONE_STATES:
-            return
-        import optuna
-
-        state = optuna.trial.TrialState
-        value = trial.value
-        complete = trial.state == "Succeeded" and value is not None
-        self._study.add_trial(optuna.trial.create_trial(
-            params=trial.params, distributions=self._distributions(),
-            value=value if complete else None,
-            state=state.COMPLETE if complete else state.PRUNED if trial.state == "EarlyStopped" else state.FAIL,
-        ))  # fmt: skip
-
-    def suggest(self, index: int) -> dict[str, Any]:
-        names = [p.name for p in self.sweep.parameters]
-        if self.sweep.algorithm == "grid":
-            return dict(zip(names, self._grid[index], strict=True))
-        if self.sweep.algorithm == "random":
-            rng = random.Random(f"{self.sweep.seed}:{index}")  # trial i's parameters do not depend on the others
-            return {p.name: p.sample(rng) for p in self.sweep.parameters}
-        asked = self._study.ask(self._distributions())
-        self._asked[index] = asked
-        return {p.name: p.cast(asked.params[p.name]) for p in self.sweep.parameters}
-
-    def tell(self, trial: Trial) -> None:
-        asked = self._asked.pop(trial.index, None)
-        if asked is None:
-            return
-        import optuna
-
-        state = optuna.trial.TrialState
-        if trial.state == "Succeeded" and trial.value is not None:
-            self._study.tell(asked, trial.value)
-        else:
-            self._study.tell(asked, state=state.PRUNED if trial.state == "EarlyStopped" else state.FAIL)
-
-
-# --- trials ---------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Trial:
-    index: int
-    params: dict[str, Any]
-    release: str
-    state: str = "Pending"  # Running, Succeeded, Failed, EarlyStopped, Stopped, Interrupted
-    #: metric -> [(step, value)], from the pod that first printed it
-    observations: dict[str, list[tuple[float, float]]] = dataclasses.field(default_factory=dict)
-    reason: str = ""
-    started: float | None = None  # epoch seconds
-    ended: float | None = None
-    metric: str = ""
-
-    @property
-    def value(self) -> float | None:
-        seen = self.observations.get(self.metric)
-        return seen[-1][1] if seen else None
-
-    @property
-    def seconds(self) -> float | None:
-        return None if self.started is None or self.ended is None else self.ended - self.started
-
-    def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["observations"] = {k: [list(o) for o in v] for k, v in self.observations.items()}
-        out["value"] = self.value
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Trial:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        trial = cls(**{k: v for k, v in data.items() if k in fields})
-        trial.observations = {k: [(float(s), float(v)) for s, v in obs] for k, obs in trial.observations.items()}
-        return trial
-
-
-class MetricReader:
-    """Turns a trial's log lines (``[pod/container] text``) into observations (see the module's docstring)."""
-
-    def __init__(self, trial: Trial, lock: threading.Lock, log: Any) -> None:
-        self.trial, self.lock, self.log = trial, lock, log
-        self._pod_of: dict[str, str] = {}  # metric -> the pod whose observations count
-
-    def __call__(self, text: str) -> None:
-        with contextlib.suppress(ValueError):  # a follower's last words after the trial ended and closed its log
-            self.log.write(text + "\n")
-            self.log.flush()
-        match = LOG_LINE.match(text)
-        if not match:
-            return
-        pod, pairs = match.group("pod"), METRIC.findall(match.group("line"))
-        if not pairs:
-            return
-        found = {name: float(value) for name, value in pairs}
-        step = found.get("step")
-        with self.lock:
-            if self.trial.state != "Running":  # stopped: what its pods print until they are gone does not count
-                return
-            for name, value in found.items():
-                if name == "step" or self._pod_of.setdefault(name, pod) != pod:
-                    continue
-                seen = self.trial.observations.setdefault(name, [])
-                seen.append((step if step is not None else float(len(seen) + 1), value))
-
-
-def running_average_until(observations: list[tuple[float, float]], step: float) -> float | None:
-    values = [v for s, v in observations if s <= step]
-    return sum(values) / len(values) if values else None
-
-
-def median_stop(sweep: Sweep, trial: Trial, completed: Sequence[Trial]) -> str:
-    """Katib's median stopping rule: why ``trial`` should stop now, or ""."""
-    rule = sweep.early_stopping
-    seen = trial.observations.get(sweep.metric) or []
-    if rule is None or len(completed) < rule.min_trials or not seen:
-        return ""
-    step = seen[-1][0]
-    if step < rule.start_step:
-        return ""
-    averages = [a for t in completed if (a := running_average_until(t.observations.get(sweep.metric, []), step))
-                is not None]  # fmt: skip
-    if len(averages) < rule.min_trials:
-        return ""
-    median = statistics.median(averages)
-    best = max(v for _, v in seen) if sweep.maximize else min(v for _, v in seen)
-    if sweep.better(median, best):
-        return (f"median rule: best {sweep.metric} {best:.4g} by step {step:g} is worse than the median {median:.4g} "
-                f"of {len(averages)} completed trials' running averages")  # fmt: skip
-    return ""
 
 
 # --- the sweep ------------------------------------------------------------------------------------------------
