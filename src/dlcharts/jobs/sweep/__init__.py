@@ -56,25 +56,20 @@ parameters and the command that reproduces it.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import csv
-import json
-import queue
 import re
 import signal
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from dlcharts.errors import ClusterError, DLChartsError
 from dlcharts.helm import Helm
+from dlcharts.jobs.sweep.runner import Releases, Runner, TrialRelease, Write
 from dlcharts.jobs.sweep.spec import (
     ALGORITHMS,
     PLACEHOLDER,
@@ -96,6 +91,7 @@ from dlcharts.jobs.sweep.trials import (
     LOG_LINE,
     METRIC,
     MetricReader,
+    SweepRecord,
     Trial,
     median_stop,
     running_average_until,
@@ -113,11 +109,14 @@ __all__ = [
     "LiveTable",
     "MetricReader",
     "Parameter",
+    "Releases",
     "Runner",
     "Suggester",
     "Sweep",
     "SweepError",
+    "SweepRecord",
     "Trial",
+    "TrialRelease",
     "Write",
     "check_parameters",
     "load",
@@ -131,224 +130,6 @@ __all__ = [
     "value_text",
     "write_results",
 ]
-
-
-Write = Callable[[str], None]
-
-
-# --- the sweep ------------------------------------------------------------------------------------------------
-
-
-class Runner:
-    """Runs the trials of ``sweep`` on a :class:`dlcharts.jobs.run.Session`, keeping ``out/state.json``."""
-
-    def __init__(self, sweep: Sweep, ready: Any, helm_args: Sequence[str], out: Path, *, keep: bool = False,
-                 resume: bool = False, write: Write = print, poll: float = 2.0) -> None:  # fmt: skip
-        self.sweep, self.ready, self.helm_args, self.out = sweep, ready, list(helm_args), out
-        self.keep, self.write, self.poll = keep, write, poll
-        self.lock = threading.Lock()
-        self.events: queue.Queue[int] = queue.Queue()
-        self.stop_requests: dict[int, str] = {}
-        self.threads: dict[int, threading.Thread] = {}
-        self.suggester = Suggester(sweep)
-        self.trials: list[Trial] = []
-        self.verdict = ""
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "trials").mkdir(exist_ok=True)
-        if resume:
-            self._load()
-        self._save()
-
-    @property
-    def state_file(self) -> Path:
-        return self.out / "state.json"
-
-    def _load(self) -> None:
-        data = json.loads(self.state_file.read_text())
-        if data.get("digest") != self.sweep.digest():
-            raise SweepError(f"{self.state_file} belongs to another sweep (its file has changed since): resume with "
-                             f"the same sweep file, or start afresh with another --out")  # fmt: skip
-        for item in data["trials"]:
-            trial = Trial.from_json(item)
-            if trial.state not in DONE_STATES:  # interrupted: runs again with the same parameters
-                trial = Trial(trial.index, trial.params, trial.release, metric=self.sweep.metric)
-            self.trials.append(trial)
-            self.suggester.replay(trial)
-
-    def _save(self) -> None:
-        with self.lock:
-            data = {
-                "digest": self.sweep.digest(), "sweep": self.sweep.spec, "chart": str(self.ready.chart),
-                "helm_args": self.helm_args, "namespace": self.ready.namespace, "verdict": self.verdict,
-                "trials": [t.to_json() for t in self.trials],
-            }  # fmt: skip
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        tmp.replace(self.state_file)
-
-    # one trial, in its own thread
-    def _run(self, trial: Trial) -> None:
-        from dlcharts.install import ChartSource, install, namespace_inventory, uninstall, wait_uninstalled
-        from dlcharts.jobs.run import LogStream, job_verdicts, replace_release
-
-        ready, release = self.ready, self.ready.release(trial.release)
-        values = substitute(copy.deepcopy(self.sweep.values), trial.params)
-        log = (self.out / "trials" / f"{trial.index}.log").open("w")
-        reader = MetricReader(trial, self.lock, log)
-        try:
-            replace_release(ready.kube, release)  # a trial left behind by a killed sweep
-            with tempfile.TemporaryDirectory(prefix="dlcharts-sweep-") as tmp:
-                cpu, template = Path(tmp) / "cpu-values.yaml", Path(tmp) / "trial-values.yaml"
-                cpu.write_text(yaml.safe_dump(ready.values, sort_keys=False))
-                template.write_text(yaml.safe_dump(values, sort_keys=False))
-                source = ChartSource(ready.chart, values_files=(cpu, template), extra_args=tuple(self.helm_args))
-                with LogStream(release.kubeconfig, release.namespace, release.name, reader):
-                    install(ready.kube, release, source)
-                    state, reason = self._watch(
-                        trial, lambda: job_verdicts(ready.kube, release.namespace, release.name)
-                    )
-            with self.lock:
-                trial.state, trial.reason, trial.ended = state, reason, time.time()
-        except (ClusterError, DLChartsError) as exc:
-            with self.lock:
-                trial.state, trial.reason, trial.ended = "Failed", str(exc).splitlines()[0], time.time()
-        finally:
-            log.close()
-            interrupted = self.stop_requests.get(trial.index) == "interrupted"
-            with contextlib.suppress(ClusterError, DLChartsError):
-                ready.end(release, lambda _line: None)
-                if not self.keep or interrupted or trial.state in ("EarlyStopped", "Stopped"):
-                    # what the namespace holds now (other trials' releases) is no leftover of this one
-                    others = namespace_inventory(ready.kube, release.namespace)
-                    uninstall(ready.kube, release)
-                    wait_uninstalled(ready.kube, release.namespace, release.name, others, timeout=120)
-            self.events.put(trial.index)
-
-    def _watch(self, trial: Trial, jobs: Callable[[], dict[str, str]]) -> tuple[str, str]:
-        deadline = time.monotonic() + self.sweep.trial_timeout
-        while True:
-            states = jobs()  # first: a trial that has ended is judged by its end, not by a late stop
-            if states and all(s in ("Complete", "SuccessCriteriaMet") for s in states.values()):
-                return "Succeeded", ""
-            if failed := sorted(job for job, s in states.items() if s in ("Failed", "FailureTarget")):
-                return "Failed", f"Job {failed[0]} failed"
-            if (why := self.stop_requests.get(trial.index)) is not None:
-                return ("Interrupted" if why == "interrupted" else "EarlyStopped" if why.startswith("median")
-                        else "Stopped"), why  # fmt: skip
-            if time.monotonic() > deadline:
-                return "Failed", f"trialTimeoutSeconds ({self.sweep.trial_timeout:g}) passed"
-            time.sleep(self.poll)
-            self.events.put(-1)  # let the main loop look at the new observations
-
-    def _start(self, trial: Trial) -> None:
-        with self.lock:
-            trial.state, trial.started, trial.metric = "Running", time.time(), self.sweep.metric
-        thread = threading.Thread(target=self._run, args=(trial,), name=f"trial-{trial.index}", daemon=True)
-        self.threads[trial.index] = thread
-        thread.start()
-
-    def _next(self) -> Trial | None:
-        for trial in self.trials:
-            if trial.state == "Pending":
-                return trial
-        if len(self.trials) >= self.sweep.max_trials:
-            return None
-        index = len(self.trials)
-        trial = Trial(index, self.suggester.suggest(index), f"{self.sweep.name}-{index}", metric=self.sweep.metric)
-        self.trials.append(trial)
-        return trial
-
-    def _running(self) -> list[Trial]:
-        """Trials whose release exists: running, or ended and being uninstalled (parallelTrials bounds both)."""
-        return [t for t in self.trials if t.state == "Running" or (t.index in self.threads
-                                                                   and self.threads[t.index].is_alive())]  # fmt: skip
-
-    def _stop_all(self, why: str) -> None:
-        for trial in self._running():
-            self.stop_requests.setdefault(trial.index, why)
-        for thread in list(self.threads.values()):
-            thread.join()
-
-    def run(self, show: Callable[[Runner], None]) -> int:
-        """The sweep to its end: 0 when it found a best trial, 1 when it failed, 130 when interrupted."""
-        for trial in self.trials:
-            trial.metric = self.sweep.metric
-        try:
-            code = self._loop(show)
-        except KeyboardInterrupt:
-            self.write("interrupted: uninstalling the running trials' releases ...")
-            with _ignoring_interrupts():
-                self._stop_all("interrupted")
-                self.verdict = "interrupted"
-                self._save()
-            return 130
-        self._save()
-        return code
-
-    def _loop(self, show: Callable[[Runner], None]) -> int:
-        finished: set[int] = {t.index for t in self.trials if t.state in DONE_STATES}
-        while True:
-            stopping = bool(self.verdict)
-            while not stopping and len(self._running()) < self.sweep.parallel and (trial := self._next()):
-                self._start(trial)
-                show(self)
-            if not self._running() and (stopping or self._next() is None):
-                break
-            try:
-                index = self.events.get(timeout=self.poll)
-            except queue.Empty:
-                index = -1
-            done = [t for t in self.trials if t.index not in finished and t.state in DONE_STATES + ("Interrupted",)
-                    and not self.threads[t.index].is_alive()]  # fmt: skip
-            for trial in done:
-                finished.add(trial.index)
-                self.suggester.tell(trial)
-                self._judge(trial)
-            completed = [t for t in self.trials if t.state == "Succeeded"]
-            for trial in self._running():
-                if trial.index not in self.stop_requests and (why := median_stop(self.sweep, trial, completed)):
-                    self.stop_requests[trial.index] = why
-            if done or index >= 0:
-                self._save()
-                show(self)
-            if self.verdict:
-                self._stop_all("the sweep ended: " + self.verdict)
-        show(self)
-        failed = sum(1 for t in self.trials if t.state == "Failed")
-        return 1 if failed >= self.sweep.max_failed or self.verdict.startswith("error") or self.best() is None else 0
-
-    def _judge(self, trial: Trial) -> None:
-        """After a trial ends: the first one's metric check, maxFailedTrials, the goal."""
-        if (
-            trial.state == "Succeeded"
-            and trial.value is None
-            and not any(t.value is not None for t in self.trials if t is not trial)
-        ):
-            names = sorted(trial.observations) or ["none"]
-            self.verdict = (
-                f"error: trial {trial.index} succeeded but never printed the objective metric "
-                f"{self.sweep.metric!r} as {self.sweep.metric}=<number> (its log: {self.out}/trials/{trial.index}.log);"
-                f" the metrics it printed: {', '.join(names)}. Name one in objective.metric, or print it"
-            )
-        elif sum(1 for t in self.trials if t.state == "Failed") >= self.sweep.max_failed:
-            self.verdict = f"failed: {self.sweep.max_failed} trials failed (maxFailedTrials)"
-        elif trial.value is not None and trial.state == "Succeeded" and self.sweep.reached_goal(trial.value):
-            self.verdict = f"goal reached: trial {trial.index} {self.sweep.metric}={trial.value:.6g}"
-
-    def best(self) -> Trial | None:
-        scored = [t for t in self.trials if t.state == "Succeeded" and t.value is not None]
-        if not scored:
-            return None
-        return max(scored, key=lambda t: (t.value or 0.0) * (1 if self.sweep.maximize else -1))
-
-
-@contextlib.contextmanager
-def _ignoring_interrupts() -> Iterator[None]:
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _interrupt(_signum: int, _frame: Any) -> None:
