@@ -210,7 +210,7 @@ def test_a_resume_keeps_finished_trials_and_reruns_interrupted_ones_with_their_p
     first = _runner(tmp_path, loaded)
     first.trials = [_trial(0, [1.0]), _trial(1, [2.0], state="EarlyStopped"), _trial(2, [3.0], state="Interrupted")]
     first.trials[2].params = {"lr": 0.05, "batch": 32}
-    first._save()
+    first.save()
     again = _runner(tmp_path, loaded, resume=True)
     assert [t.state for t in again.trials] == ["Succeeded", "EarlyStopped", "Pending"]
     assert again.trials[0].observations == {"loss": [(1.0, 1.0)]}
@@ -239,7 +239,7 @@ def test_results_name_the_best_trial_and_the_command_that_reproduces_it(tmp_path
     table = sweep.table(runner)
     assert "Failed" in table and table.splitlines()[0].split() == ["TRIAL", "lr", "batch", "STATE", "LOSS", "STEP",
                                                                   "SECONDS"]  # fmt: skip
-    runner._save()
+    runner.save()
     state = json.loads(runner.state_file.read_text())
     assert [t["value"] for t in state["trials"]] == [1.0, 0.5, 3.0]
 
@@ -265,7 +265,7 @@ def test_a_first_trial_without_the_objective_ends_the_sweep_naming_what_it_print
     first = _trial(0, [2.0, 1.0])
     first.metric = "los"
     runner.trials = [first]
-    runner._judge(first)
+    runner.judge(first)
     assert runner.verdict.startswith("error: trial 0 succeeded but never printed the objective metric 'los'")
     assert "the metrics it printed: loss" in runner.verdict and "trials/0.log" in runner.verdict
 
@@ -274,11 +274,11 @@ def test_max_failed_trials_fails_the_sweep_and_a_goal_reached_ends_it(tmp_path: 
     loaded = sweep.load(write(tmp_path, spec(maxFailedTrials=2, objective={"metric": "loss", "goal": 0.1})))
     runner = _runner(tmp_path, loaded)
     runner.trials = [_trial(0, [1.0]), _trial(1, [], state="Failed")]
-    runner._judge(runner.trials[1])
+    runner.judge(runner.trials[1])
     assert runner.verdict == ""
     runner.trials.append(_trial(2, [], state="Failed"))
-    runner._judge(runner.trials[2])
+    runner.judge(runner.trials[2])
     assert runner.verdict == "failed: 2 trials failed (maxFailedTrials)"
     runner.verdict, runner.trials = "", [_trial(0, [1.0, 0.05])]
-    runner._judge(runner.trials[0])
+    runner.judge(runner.trials[0])
     assert runner.verdict == "goal reached: trial 0 loss=0.05"
