@@ -98,7 +98,7 @@ def one(
     measure: Callable[[Kube, str], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One run of ``chart`` (with ``helm_args``, default CHARTS'); ``measure`` adds what it finds in the release's
-    namespace once the run has ended (bench/operators.py: the objects the job left)."""
+    namespace once the run has ended (bench.operators: the objects the job left)."""
     default_args, step = CHARTS[chart]
     helm_args = default_args if helm_args is None else helm_args
     namespace = f"bench-{chart}-{uuid.uuid4().hex[:6]}"

@@ -308,6 +308,99 @@ VERDICT_COLUMNS = [
 ]
 
 
+def cold_blocks(cold: dict[str, Any], unit: dict[str, Any] | None) -> list[model.Block]:
+    """The cold renders: the median per renderer (helm-unittest's beside them), their facts, every case, and
+    where the server's renders and the binary's differ."""
+    unit_ms = (
+        common.median([r["per_render"] for r in unit["rows"]]) * 1e3
+        if unit and "rows" in unit else f"n/a ({(unit or {}).get('error', 'not measured')})"
+    )  # fmt: skip
+    blocks = [
+        model.table(
+            "cold",
+            [model.column("renderer"), model.column("median cold render", "{:.1f} ms")],
+            [
+                [
+                    "in-process server (helm4-render; JSON objects)",
+                    common.median([r["server"] for r in cold["rows"]]) * 1e3,
+                ],
+                [
+                    "helm binary (one process per render; PyYAML)",
+                    common.median([r["binary"] for r in cold["rows"]]) * 1e3,
+                ],
+                [
+                    f"helm-unittest {(unit or {}).get('version', '')} (one process per chart, wall / renders)",
+                    unit_ms,
+                ],
+            ],
+            "**Cold render per scenario** (median over the scenarios of each scenario's median over the "
+            "versions; helm template plus the objects, as the Renderer does it):",
+        ),
+        model.facts(
+            "cold-facts",
+            "cold renders",
+            [
+                ["server start-up (once per process), ms", cold["server_start"] * 1e3, "{:.0f}"],
+                [
+                    "byte-identical to the binary (Secret data aside) and decoded alike",
+                    [cold["identical"], cold["compared"]],
+                    "{}/{}",
+                ],
+                ["objects from the server's JSON", cold["from_json"], "{:,}"],
+                ["objects left to PyYAML", cold["by_pyyaml"], "{:,}"],
+            ],
+        ),
+        model.table(
+            "cases", CASE_COLUMNS, [[r["scenario"], r["server"] * 1e3, r["binary"] * 1e3] for r in cold["rows"]]
+        ),
+    ]
+    if cold["problems"]:
+        blocks.append(model.table("differences", [model.column("difference")], [[p] for p in cold["problems"]]))
+    return blocks
+
+
+def unittest_table(unit: dict[str, Any]) -> model.Block:
+    """helm-unittest per chart."""
+    rows = [[r["chart"], r["renders"], r["seconds"], r["per_render"] * 1e3, r["tests"]] for r in unit["rows"]]
+    return model.table("unittest", UNITTEST_COLUMNS, rows, "helm-unittest per chart:")
+
+
+def tier_blocks(tiers: dict[str, Any]) -> list[model.Block]:
+    """The test tiers' wall times, and their commands."""
+    rows = []
+    for r in tiers["rows"]:
+        extra = f"; {r['compared'][0]}/{r['compared'][1]} renders identical" if r.get("compared") else ""
+        rows.append([r["tier"], r["seconds"], r["summary"] + extra, r["load_before"]["1m"]])
+    return [
+        model.table(
+            "tiers",
+            TIER_COLUMNS,
+            rows,
+            "**Test tiers** (pytest -n 2 on this machine's 2 cores, `--dlcharts-no-cache`):",
+        ),
+        model.code("tier-commands", [r["command"] for r in tiers["rows"]], "Commands:"),
+    ]
+
+
+def verdict_table(verdict: dict[str, Any]) -> model.Block:
+    """Chart to verdict, every way, beside ours (the render server's)."""
+    ours = verdict["ours, server"]["seconds"]
+    rows = [
+        [name, row["seconds"], str(row["verdict"]), row["seconds"] / ours]
+        for name, row in verdict.items()
+        if isinstance(row, dict)
+    ]
+    return model.table(
+        "verdict",
+        VERDICT_COLUMNS,
+        rows,
+        "**Chart to verdict** (every chart x ci scenario x Kubernetes version, cold, no render cache; one row "
+        "after the other). Ours: one Python process (start-up, imports and validator compilation included) "
+        "rendering each case and validating it with the strict schemas of its version. kubeconform: "
+        "`helm template … | kubeconform -strict` with the same schemas (CRDs first).",
+    )
+
+
 def section(data: dict[str, Any]) -> list[model.Block]:
     """Section 10's blocks from build/bench/renderers.json."""
     run = [
@@ -322,89 +415,16 @@ def section(data: dict[str, Any]) -> list[model.Block]:
             ["cold renders (every chart x ci scenario x Kubernetes version)", cold["compared"], "{:,}"],
             ["Kubernetes versions", ", ".join(cold["kube_versions"])],
         ]
-        unit_ms = (
-            common.median([r["per_render"] for r in unit["rows"]]) * 1e3
-            if unit and "rows" in unit else f"n/a ({(unit or {}).get('error', 'not measured')})"
-        )  # fmt: skip
-        blocks += [
-            model.table(
-                "cold",
-                [model.column("renderer"), model.column("median cold render", "{:.1f} ms")],
-                [
-                    [
-                        "in-process server (helm4-render; JSON objects)",
-                        common.median([r["server"] for r in cold["rows"]]) * 1e3,
-                    ],
-                    [
-                        "helm binary (one process per render; PyYAML)",
-                        common.median([r["binary"] for r in cold["rows"]]) * 1e3,
-                    ],
-                    [
-                        f"helm-unittest {(unit or {}).get('version', '')} (one process per chart, wall / renders)",
-                        unit_ms,
-                    ],
-                ],
-                "**Cold render per scenario** (median over the scenarios of each scenario's median over the "
-                "versions; helm template plus the objects, as the Renderer does it):",
-            ),
-            model.facts(
-                "cold-facts",
-                "cold renders",
-                [
-                    ["server start-up (once per process), ms", cold["server_start"] * 1e3, "{:.0f}"],
-                    [
-                        "byte-identical to the binary (Secret data aside) and decoded alike",
-                        [cold["identical"], cold["compared"]],
-                        "{}/{}",
-                    ],
-                    ["objects from the server's JSON", cold["from_json"], "{:,}"],
-                    ["objects left to PyYAML", cold["by_pyyaml"], "{:,}"],
-                ],
-            ),
-            model.table(
-                "cases", CASE_COLUMNS, [[r["scenario"], r["server"] * 1e3, r["binary"] * 1e3] for r in cold["rows"]]
-            ),
-        ]
-        if cold["problems"]:
-            blocks.append(model.table("differences", [model.column("difference")], [[p] for p in cold["problems"]]))
+        blocks += cold_blocks(cold, unit)
     if unit and "rows" in unit:
-        rows = [[r["chart"], r["renders"], r["seconds"], r["per_render"] * 1e3, r["tests"]] for r in unit["rows"]]
-        blocks.append(model.table("unittest", UNITTEST_COLUMNS, rows, "helm-unittest per chart:"))
+        blocks.append(unittest_table(unit))
     tiers = data.get("tiers")
     if tiers:
-        rows = []
-        for r in tiers["rows"]:
-            extra = f"; {r['compared'][0]}/{r['compared'][1]} renders identical" if r.get("compared") else ""
-            rows.append([r["tier"], r["seconds"], r["summary"] + extra, r["load_before"]["1m"]])
-        blocks += [
-            model.table(
-                "tiers",
-                TIER_COLUMNS,
-                rows,
-                "**Test tiers** (pytest -n 2 on this machine's 2 cores, `--dlcharts-no-cache`):",
-            ),
-            model.code("tier-commands", [r["command"] for r in tiers["rows"]], "Commands:"),
-        ]
+        blocks += tier_blocks(tiers)
     verdict = data.get("verdict")
     if verdict and "error" not in verdict:
-        ours = verdict["ours, server"]["seconds"]
         run += [["chart-to-verdict cases", verdict["cases"], "{:,}"], ["cores", verdict["cores"], "{}"]]
-        rows = [
-            [name, row["seconds"], str(row["verdict"]), row["seconds"] / ours]
-            for name, row in verdict.items()
-            if isinstance(row, dict)
-        ]
-        blocks.append(
-            model.table(
-                "verdict",
-                VERDICT_COLUMNS,
-                rows,
-                "**Chart to verdict** (every chart x ci scenario x Kubernetes version, cold, no render cache; one row "
-                "after the other). Ours: one Python process (start-up, imports and validator compilation included) "
-                "rendering each case and validating it with the strict schemas of its version. kubeconform: "
-                "`helm template … | kubeconform -strict` with the same schemas (CRDs first).",
-            )  # fmt: skip
-        )
+        blocks.append(verdict_table(verdict))
     elif verdict:
         blocks.append(model.facts("verdict", "chart to verdict", [["not measured", verdict["error"]]]))
     if cold:

@@ -23,10 +23,17 @@ def shown(blocks: list[model.Block]) -> str:
     return "\n".join(line for b in blocks for line in results.block_lines(b))
 
 
-@pytest.mark.parametrize("path", sorted(BENCH.glob("*.py")), ids=lambda p: p.name)
+#: bench's modules, and those of its packages (bench/operators/; their __main__.py runs the tool, so not imported)
+MODULES = [*BENCH.glob("*.py"), *(p for p in BENCH.glob("*/*.py") if (p.parent / "__init__.py").is_file())]
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in MODULES if p.name != "__main__.py"), ids=lambda p: str(p.relative_to(BENCH))
+)
 def test_every_bench_module_imports_as_part_of_the_package(path: Path) -> None:
     assert "sys.path.insert" not in path.read_text()
-    importlib.import_module(f"bench.{path.stem}" if path.stem != "__init__" else "bench")
+    parts = path.relative_to(BENCH).with_suffix("").parts
+    importlib.import_module(".".join(["bench", *(parts[:-1] if parts[-1] == "__init__" else parts)]))
 
 
 def test_validation_section() -> None:

@@ -1,0 +1,105 @@
+"""The failure cases of ``python -m bench.operators faults`` and their injectors: a fault injected into a running
+job at its first training step (a worker pod deleted, its node lost), or made into the job from its create (the
+workers' image missing, every rank failing)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from dlcharts.cluster import faults
+from dlcharts.cluster.embedded import ClusterHandle
+from dlcharts.cluster.node import RealNode
+from dlcharts.install import Kube
+
+
+def victim(pods: list[dict[str, Any]]) -> str | None:
+    """A worker pod that is not rank 0: PyTorchJob's ``*-worker-0`` (rank 1), else the pod of completion index 1
+    (our Jobs, TrainJob's JobSet)."""
+    for pod in pods:
+        meta = pod["metadata"]
+        index = (meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+        if meta["name"].endswith("-worker-0") or index == "1":
+            return str(meta["name"])
+    return None
+
+
+#: a fault injected into a running job: (the API, the job's namespace) -> what it did
+Inject = Callable[[Kube, str], dict[str, Any]]
+
+
+def delete_worker(kube: Kube, namespace: str) -> dict[str, Any]:
+    """The fault ``worker-deleted``: delete :func:`victim` at once (grace period 0)."""
+    name = victim(kube.items(f"/api/v1/namespaces/{namespace}/pods"))
+    if name:
+        kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query={"gracePeriodSeconds": "0"})
+    return {"victim": name}
+
+
+def node_loser(handle: ClusterHandle, lost: list[RealNode]) -> Inject:
+    """The fault ``node-lost``: the real node of :func:`victim` is lost (its pods cut off, then every process of
+    the node killed: dlcharts.cluster.faults.lose), and appended to ``lost`` for the restore."""
+
+    def lose(kube: Kube, namespace: str) -> dict[str, Any]:
+        pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+        name = victim(pods)
+        nodes = {str(p["metadata"]["name"]): (p.get("spec") or {}).get("nodeName") for p in pods}
+        node = nodes.get(name or "")
+        if not node:
+            return {"victim": name, "error": "the victim has no node"}
+        lost.append(faults.real_node(handle.state_dir, handle.name, node))
+        faults.lose(lost[-1])
+        return {"victim": name, "node": node, "pods_on_node": sorted(p for p, n in nodes.items() if n == node)}
+
+    return lose
+
+
+def missing_image(image: str) -> str:
+    return f"{image.rsplit(':', 1)[0]}:bench-missing"
+
+
+def break_worker_image(resource: dict[str, Any]) -> None:
+    """The fault ``image-missing`` in an operator's job: its workers' image (not the PyTorchJob's Master's nor
+    the MPIJob's launcher's; a TrainJob's nodes are one role) names a tag the registry does not have."""
+    spec = resource["spec"]
+    if resource["kind"] == "TrainJob":
+        spec["trainer"]["image"] = missing_image(spec["trainer"]["image"])
+        return
+    replicas = next(v for k, v in spec.items() if k.endswith("ReplicaSpecs"))
+    container = replicas["Worker"]["template"]["spec"]["containers"][0]
+    container["image"] = missing_image(container["image"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """A failure case: the jobs it runs in; our chart's values for it (also in the render the operators' jobs are
+    made from); ``injector``: what makes the fault injected at the first training step, from the cluster and the
+    list of nodes to restore after the run (without one, the fault is made into the job from its create, by
+    ``breaks`` for an operator's job)."""
+
+    jobs: tuple[str, ...]
+    helm_args: dict[str, tuple[str, ...]]
+    injector: Callable[[ClusterHandle, list[RealNode]], Inject] | None = None
+    breaks: Callable[[dict[str, Any]], None] | None = None
+    #: our chart's values for it that the operators' jobs do not take (ours only)
+    ours_args: tuple[str, ...] = ()
+
+
+#: each run must outlast a fault injected at its first step
+_LONG: dict[str, tuple[str, ...]] = {
+    "pytorch": ("--set", "benchmark.steps=200"),
+    "horovod": ("--set", "benchmark.iterations=10"),  # about 70 s on this machine
+}
+FAULTS: dict[str, Fault] = {
+    "worker-deleted": Fault(("pytorch", "horovod"), _LONG, injector=lambda _handle, _lost: delete_worker),
+    "node-lost": Fault(("pytorch", "horovod"), _LONG, injector=node_loser),
+    # our start watch ends a release whose pod has not started peerWait.timeoutSeconds after its Job (default 900
+    # s): 60 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)
+    "image-missing": Fault(("pytorch", "horovod"), {}, breaks=break_worker_image,
+                           ours_args=("--set", "roles.worker.image.tag=bench-missing",
+                                      "--set", "peerWait.timeoutSeconds=60")),
+    # every rank exits 3 at once, so mpirun (horovodrun for ours) fails: the launcher's retries and the verdict
+    "launcher-failing": Fault(("horovod",), {"horovod": ("--set-json", 'horovod.command=["python", "-c", '
+                                                        '"raise SystemExit(3)"]')}),
+}  # fmt: skip
