@@ -72,7 +72,7 @@ export PATH := $(PATH):/usr/local/go/bin
 control-plane: setup  ## build (once, cached in ~/.cache/dlcharts) kube-apiserver, controller-manager, scheduler, etcd, kwok, kubelet, coredns, registry, crane; the oldest supported Kubernetes' API server, controller-manager, scheduler and validator; the add-ons Kueue and coscheduling
 	$(VENV)/bin/dlcharts cluster build default oldest addons
 
-operators: setup  ## bench only (bench/operators.py; not in control-plane or test): build (once, cached) the training operators our charts are compared with: training-operator v1, mpi-operator, JobSet, Kubeflow Trainer v2
+operators: setup  ## bench only (python -m bench.operators; not in control-plane or test): build (once, cached) the training operators our charts are compared with: training-operator v1, mpi-operator, JobSet, Kubeflow Trainer v2
 	$(VENV)/bin/dlcharts cluster build operators
 
 demo: packages $(DEMO_STAMP)  ## the main job: tensorflow-dist --set worker=4 trains for real on the embedded cluster's real node (CPU), then GPU placement on fake nodes (checks the machine, then builds only what it needs)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common
+from dlcharts.catalogue import TRAINING_CHARTS
 
 CORPUS = common.WORK / "corpus"
 # Training scenarios are rendered again for these worker counts, round after round (each render with a new
@@ -30,8 +31,8 @@ def build_corpus(target: int) -> dict[str, Any]:
     scenarios = all_scenarios(common.ROOT / "charts")
     for chart in {s.chart for s in scenarios}:
         renderer.ensure_dependencies(chart)
-    training = [s for s in scenarios if s.chart_name in common.TRAINING_CHARTS]
-    others = [s for s in scenarios if s.chart_name not in common.TRAINING_CHARTS]
+    training = [s for s in scenarios if s.chart_name in TRAINING_CHARTS]
+    others = [s for s in scenarios if s.chart_name not in TRAINING_CHARTS]
     jobs: list[tuple[Any, tuple[str, ...], str]] = [(s, (), s.id) for s in others]
     texts: list[str] = []
     failed: list[str] = []

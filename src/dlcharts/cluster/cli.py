@@ -169,8 +169,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="append",
         default=[],
         choices=OPERATORS,
-        help="build/up (repeatable; for benchmarks, bench/operators.py): a training operator as a process beside the "
-        "control plane (dlcharts.cluster.addons.operators); trainer brings jobset",
+        help="build/up (repeatable; for benchmarks, python -m bench.operators): a training operator as a process "
+        "beside the control plane (dlcharts.cluster.addons.operators); trainer brings jobset",
     )
     cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
     actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status,fault}", required=True)

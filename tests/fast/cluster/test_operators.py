@@ -1,4 +1,4 @@
-"""The training operators of the benchmark (dlcharts.cluster.addons.operators, bench/operators.py): built only when
+"""The training operators of the benchmark (dlcharts.cluster.addons.operators, bench/operators/): built only when
 named, installed with their webhooks on 127.0.0.1, and their jobs made from our charts' render."""
 
 from __future__ import annotations

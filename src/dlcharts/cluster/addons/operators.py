@@ -1,4 +1,4 @@
-"""The training operators our charts are compared with (bench/operators.py), as add-ons of the embedded cluster:
+"""The training operators our charts are compared with (bench/operators/), as add-ons of the embedded cluster:
 
     dlcharts cluster up --name ops --operator training-operator --operator mpi-operator
     dlcharts cluster up --name ops --operator trainer          # JobSet comes with it
