@@ -189,7 +189,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     progress = sys.stderr if document and not args.output else sys.stdout
     try:
-        run = _validate(args, versions, settings, exemptions, exemptions_file, server, progress if document else out)
+        cases = _validation_cases(args, versions, settings, exemptions, exemptions_file, server)
+        run = _validate(args, versions, settings, exemptions_file, cases, progress if document else out)
         if server is not None and server.unserved:
             print(f"not sent to the API server (it has no CRD for them; their schemas were checked): "
                   f"{', '.join(sorted(server.unserved))}", file=progress if document else out)  # fmt: skip
@@ -210,12 +211,13 @@ def _validate(
     args: argparse.Namespace,
     versions: list[str],
     settings: config.Config,
-    exemptions: dict[str, list[Exemption]],
     exemptions_file: Path,
-    server: ServerCheck | None,
+    planned: tuple[list[Case], str | None],
     out: TextIO,
 ) -> output.Run:
-    cases, stale_case = _validation_cases(args, versions, settings, exemptions, exemptions_file, server)
+    """Run the cases ``planned`` (and the name of the exemptions' case among them), print each verdict, the warnings
+    and the summary; write the JUnit file."""
+    cases, stale_case = planned
     where = exemptions_file if exemptions_file.is_file() else f"none ({exemptions_file} not found)"
     print(f"Kubernetes {', '.join(versions)}; config: {settings.describe()}; policy exemptions: {where}", file=out)
     results = [_validation_result(case, exemptions_file if case[0] == stale_case else None, out) for case in cases]

@@ -110,10 +110,11 @@ def _add_run(sub: Subparsers, epilog: str) -> None:
     run.add_argument("--release", help="release name (default: the chart's name); an earlier one is uninstalled first")
     run.add_argument("-n", "--namespace", default="dlcharts-run", help="namespace (default: %(default)s; created at "
                      "the chart's Pod Security level when missing)")  # fmt: skip
-    run.add_argument("--kubeconfig", help="run on this cluster instead of the embedded one (no real-node selector)")
-    run.add_argument("--registry", help="push the local images here (host:port) and pull them from it (default: "
-                     "the embedded cluster's registry; with --kubeconfig none: the chart's own images)")  # fmt: skip
-    run.add_argument("--cluster-name", default=ClusterConfig.name, help="embedded cluster name (default: %(default)s)")
+    _add_cluster_options(
+        run, kubeconfig="run on this cluster instead of the embedded one (no real-node selector)",
+        registry="push the local images here (host:port) and pull them from it (default: the embedded cluster's "
+        "registry; with --kubeconfig none: the chart's own images)",
+    )  # fmt: skip
     run.add_argument("--timeout", type=float, default=900, help="seconds the job may take (default: %(default)s)")
     run.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
     run.set_defaults(func=cmd_run, helm_args=[])
@@ -140,13 +141,21 @@ def _add_sweep(sub: Subparsers, epilog: str) -> None:
     sweep.add_argument("--resume", action="store_true", help="go on with the sweep whose state is in --out")
     sweep.add_argument("--keep", action="store_true", help="keep each finished trial's release (default: uninstall)")
     sweep.add_argument("-n", "--namespace", default="dlcharts-sweep", help="namespace (default: %(default)s)")
-    sweep.add_argument("--kubeconfig", help="run on this cluster instead of the embedded one")
-    sweep.add_argument("--registry", help="push the local images here (as `dlcharts run --registry`)")
-    sweep.add_argument(
-        "--cluster-name", default=ClusterConfig.name, help="embedded cluster name (default: %(default)s)"
-    )
+    _add_cluster_options(
+        sweep, kubeconfig="run on this cluster instead of the embedded one",
+        registry="push the local images here (as `dlcharts run --registry`)",
+    )  # fmt: skip
     sweep.add_argument("--helm", choices=toolchain.HELM_MATRIX, help=HELM_OPTION_HELP)
     sweep.set_defaults(func=cmd_sweep, helm_args=[])
+
+
+def _add_cluster_options(parser: argparse.ArgumentParser, kubeconfig: str, registry: str) -> None:
+    """Where a job runs: another cluster (--kubeconfig) and registry, or the embedded cluster of a name."""
+    parser.add_argument("--kubeconfig", help=kubeconfig)
+    parser.add_argument("--registry", help=registry)
+    parser.add_argument(
+        "--cluster-name", default=ClusterConfig.name, help="embedded cluster name (default: %(default)s)"
+    )
 
 
 def _add_import(sub: Subparsers, epilog: str) -> None:
