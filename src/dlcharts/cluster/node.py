@@ -25,17 +25,16 @@ versions it runs.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dlcharts.cluster import cgroups, containerd, dns, kubelet, netpol, network, node_registry
 from dlcharts.cluster.kubelet import LABEL_KEY, LABEL_VALUE, NODE_NAME, NODE_SELECTOR, TOLERATION
 from dlcharts.cluster.node_layout import MAX_REAL_NODES, Network, NodeLayout, node_name
+from dlcharts.cluster.steps import Step
 from dlcharts.errors import ClusterError
 from dlcharts.host import binaries as _bin
 from dlcharts.host import preflight, system
@@ -53,20 +52,6 @@ __all__ = [
     "RealNode",
     "Step",
 ]
-
-
-def _nothing() -> None:
-    return None
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One component of the node: started in order; stopped, then cleaned up, in reverse order."""
-
-    name: str
-    start: Callable[[], object]
-    stop: Callable[[], object] = _nothing
-    clean_up: Callable[[], object] = _nothing
 
 
 class RealNode:
