@@ -131,6 +131,22 @@ def cmd_registry(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    common = _common_options()
+    cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
+    actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status,fault}", required=True)
+    _register_build(actions, common)
+    _register_check(actions, common)
+    for action, text in (("up", "start the cluster (or reuse the running one)"), ("down", "stop it"),
+                         ("status", "say whether it runs")):  # fmt: skip
+        actions.add_parser(action, parents=[common], help=text).set_defaults(
+            func=cmd_cluster, names=[], check=False, platform=None
+        )
+    _register_fault(actions, common)
+    _register_registry(sub)
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """The options every ``dlcharts cluster`` subcommand takes (each option's help says which use it)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--name", default=ClusterConfig.name, help="cluster name (default: %(default)s)")
     common.add_argument(
@@ -172,8 +188,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="build/up (repeatable; for benchmarks, python -m bench.operators): a training operator as a process "
         "beside the control plane (dlcharts.cluster.addons.operators); trainer brings jobset",
     )
-    cluster = sub.add_parser("cluster", help="the embedded control plane with fake GPU nodes")
-    actions = cluster.add_subparsers(dest="action", metavar="{build,check,up,down,status,fault}", required=True)
+    return common
+
+
+def _register_build(actions: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     groups = "; ".join(f"{group}: {' '.join(names)}" for group, names in binaries.GROUPS.items())
     build = actions.add_parser(
         "build", parents=[common], help="build the cluster's binaries (once; cached by version)",
@@ -187,6 +205,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--platform", metavar="GOOS/GOARCH", help="the harness's helpers (tools) for another platform's wheel"
     )
     build.set_defaults(func=cmd_cluster)
+
+
+def _register_check(actions: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     check = actions.add_parser(
         "check", parents=[common], help="what this machine lacks for the cluster and the builds named (builds nothing)",
         description="Check every precondition before anything is built: root (for the real node), the Debian "
@@ -195,12 +216,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )  # fmt: skip
     check.add_argument("names", nargs="*", metavar="GROUP|NAME", help="what will be built (default: the default group)")
     check.set_defaults(func=cmd_check)
-    for action, text in (("up", "start the cluster (or reuse the running one)"), ("down", "stop it"),
-                         ("status", "say whether it runs")):  # fmt: skip
-        actions.add_parser(action, parents=[common], help=text).set_defaults(
-            func=cmd_cluster, names=[], check=False, platform=None
-        )
 
+
+def _register_fault(actions: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     fault = actions.add_parser(
         "fault", parents=[common], help="a fault of a real node: lose, restore, isolate, rejoin",
         description="lose: the node's host is gone (its pods cut off, then every process of the node killed at once, "
@@ -211,6 +229,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     fault.add_argument("node", metavar="NODE", help="a real node of the cluster: real-0, real-1, ...")
     fault.set_defaults(func=cmd_fault)
 
+
+def _register_registry(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     reg = sub.add_parser(
         "registry", help="the local OCI registry (distribution v3) on 127.0.0.1, HTTPS with a login: charts "
         "(make repo-oci) and images (images build --push)",

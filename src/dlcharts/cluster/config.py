@@ -83,6 +83,18 @@ class NodePool:
         return [f"{self.name}-{i}" for i in range(self.count)]
 
 
+def validate_pools(pools: tuple[NodePool, ...]) -> None:
+    """Each pool valid, their names distinct, and a node among them."""
+    names: set[str] = set()
+    for i, pool in enumerate(pools):
+        pool.validate(f"node_pools[{i}]")
+        if pool.name in names:
+            raise ClusterError(f"node_pools[{i}].name: {pool.name!r} is used twice; pool names must differ")
+        names.add(pool.name)
+    if not any(p.count for p in pools):
+        raise ClusterError("node_pools: no nodes at all; nothing could be scheduled (give a pool count >= 1)")
+
+
 def default_node_pools() -> tuple[NodePool, ...]:
     """4 x 8 H100 GPU nodes and 2 CPU-only nodes."""
     return (
@@ -151,18 +163,15 @@ class ClusterConfig:
             raise ClusterError(f"api_qps must be >= 1 (requests per second), not {self.api_qps}")
         if not _DNS_LABEL.match(self.name) or len(self.name) > 40:
             raise ClusterError(f"cluster name {self.name!r} must be a DNS label of at most 40 characters")
-        names: set[str] = set()
-        for i, pool in enumerate(self.node_pools):
-            pool.validate(f"node_pools[{i}]")
-            if pool.name in names:
-                raise ClusterError(f"node_pools[{i}].name: {pool.name!r} is used twice; pool names must differ")
-            names.add(pool.name)
-        if not any(p.count for p in self.node_pools):
-            raise ClusterError("node_pools: no nodes at all; nothing could be scheduled (give a pool count >= 1)")
+        validate_pools(self.node_pools)
         if self.pod_run_seconds < 0:
             raise ClusterError(f"pod_run_seconds: {self.pod_run_seconds} is negative")
         if self.start_timeout <= 0:
             raise ClusterError(f"start_timeout: {self.start_timeout} must be positive")
+        self._validate_real_nodes()
+
+    def _validate_real_nodes(self) -> None:
+        """How many real nodes, and their range."""
         if self.real_nodes is not None and not 1 <= self.real_nodes <= MAX_REAL_NODES:
             raise ClusterError(
                 f"real_nodes: {self.real_nodes} is not 1 to {MAX_REAL_NODES} (`--real-nodes N`); "

@@ -3,7 +3,7 @@ cluster: an ordered list of steps, each a component with its own start, stop and
 four, ``real-0`` to ``real-3``, each a host of its own (:mod:`dlcharts.cluster.node_layout`), started in order
 and stopped in reverse (``real-0`` owns the cluster's registry, which every node pulls from).
 
-    record        node.json: the network, the versions, and the host folders start() is about to make
+    record        node.json: the network, the versions, the host folders it makes  (dlcharts.cluster.node_record)
     network       the pods' namespace, bridge, veth pair, routes, CNI config       (dlcharts.cluster.network)
     cgroups       the kubelet's cgroupRoot /dlcharts-<name>                         (dlcharts.cluster.cgroups)
     images        the cluster's registry on 127.0.0.1 and the nodes' images (dlcharts.cluster.node_registry)
@@ -24,21 +24,17 @@ versions it runs.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 import os
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlcharts.cluster import cgroups, containerd, dns, kubelet, netpol, network, node_registry
+from dlcharts.cluster import cgroups, containerd, dns, kubelet, netpol, network, node_record, node_registry
 from dlcharts.cluster.kubelet import LABEL_KEY, LABEL_VALUE, NODE_NAME, NODE_SELECTOR, TOLERATION
 from dlcharts.cluster.node_layout import MAX_REAL_NODES, Network, NodeLayout, node_name
+from dlcharts.cluster.steps import Step
 from dlcharts.errors import ClusterError
 from dlcharts.host import binaries as _bin
-from dlcharts.host import preflight, system
+from dlcharts.host import preflight
 from dlcharts.toolchain import cache_root
 
 __all__ = [
@@ -53,20 +49,6 @@ __all__ = [
     "RealNode",
     "Step",
 ]
-
-
-def _nothing() -> None:
-    return None
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One component of the node: started in order; stopped, then cleaned up, in reverse order."""
-
-    name: str
-    start: Callable[[], object]
-    stop: Callable[[], object] = _nothing
-    clean_up: Callable[[], object] = _nothing
 
 
 class RealNode:
@@ -116,7 +98,7 @@ class RealNode:
             return kubeconfig
 
         return [
-            Step("record", self._record, clean_up=self._forget),
+            Step("record", self._record, clean_up=lambda: node_record.forget(node)),
             Step("network", lambda: network.up(node), clean_up=lambda: network.down(node)),
             Step("cgroups", lambda: cgroups.up(node.cgroup_name), clean_up=lambda: cgroups.down(node.cgroup_name)),
             Step("images", self._pull_images, stop=self._stop_registry),
@@ -124,7 +106,7 @@ class RealNode:
                 "containerd",
                 lambda: containerd.start(node, self._pulled()),
                 stop=lambda: containerd.stop(node),
-                clean_up=lambda: containerd.clean_up(node, self._made_dirs()),
+                clean_up=lambda: containerd.clean_up(node, node_record.made_dirs(node)),
             ),
             Step(
                 "coredns",
@@ -136,7 +118,7 @@ class RealNode:
                 lambda: kubelet.start(node, admin(), timeout),
                 stop=lambda: kubelet.stop(node, kubeconfig),
                 clean_up=lambda: kubelet.clean_up(
-                    node, self._made_dirs(), bool(node.recorded().get("made_device_plugins_dir"))
+                    node, node_record.made_dirs(node), bool(node.recorded().get("made_device_plugins_dir"))
                 ),
             ),
             Step(
@@ -181,24 +163,7 @@ class RealNode:
         network.check_free(self.layout.network)
 
     def _record(self) -> None:
-        node = self.layout
-        node.dir.mkdir(parents=True, exist_ok=True)
-        self._versions = {
-            **containerd.versions(),
-            "kubelet": _bin.KUBERNETES_VERSION,
-            "coredns": _bin.COREDNS_VERSION,
-            "kube-router": _bin.KUBE_ROUTER_VERSION,
-        }
-        record = {
-            "bridge": node.network.bridge,
-            "subnet": node.network.subnet,
-            "cluster_range": node.network.cluster_range,
-            # whether stop() may remove kubelet's hard-coded device-plugin directory
-            "made_device_plugins_dir": not kubelet.DEVICE_PLUGINS.exists(),
-            "made_dirs": [str(d) for d in (*kubelet.HOST_DIRS, *containerd.HOST_DIRS) if not d.exists()],
-            **self._versions,
-        }
-        node.state_file.write_text(json.dumps(record, indent=2) + "\n")
+        self._versions = node_record.record(self.layout)
 
     def _pull_images(self) -> None:
         self._images = node_registry.ensure(self.layout.cluster, self.layout.cache)
@@ -220,23 +185,3 @@ class RealNode:
             step.stop()
         for step in steps:
             step.clean_up()
-
-    def _made_dirs(self) -> list[str]:
-        made = self.layout.recorded().get("made_dirs", [])
-        return [str(d) for d in made] if isinstance(made, list) else []
-
-    def _forget(self) -> None:
-        """The last clean-up: unmount anything still mounted under the node's folder (``real-0``: under the
-        cluster's, the other nodes' folders aside, which may still run when ``real-0`` alone is restored) and drop
-        the pid files."""
-        node = self.layout
-        if node.index == 0:
-            others = [f"{node.state_dir / f'node-{i}'}/" for i in NodeLayout.indexes_on_disk(node.state_dir) if i]
-            cluster = system.below(node.state_dir)
-            left = system.unmount(lambda point: cluster(point) and not point.startswith(tuple(others)))
-        else:
-            left = system.unmount(system.below(node.dir))
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(self.layout.pid_dir)
-        if left:
-            raise ClusterError(f"could not unmount {', '.join(left)}")

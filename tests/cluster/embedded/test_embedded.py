@@ -11,6 +11,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dlcharts.cluster import KUBERNETES_VERSION, ClusterConfig, ClusterHandle, EmbeddedCluster, embedded, poll
+from dlcharts.cluster.steps import StepContext, fake_nodes
 from dlcharts.errors import ClusterError
 from dlcharts.host import procs
 from tests.support.real_node import listening_addresses
@@ -262,11 +263,11 @@ def test_failed_start_leaves_no_processes_but_keeps_logs(monkeypatch: pytest.Mon
     cluster = EmbeddedCluster(ClusterConfig(name="dlcharts-failing"))
     seen: dict[str, int] = {}
 
-    def broken_nodes() -> None:
+    def broken_nodes(ctx: StepContext) -> None:
         seen.update(embedded.component_pids(cluster.state_dir))
         raise ClusterError("simulated node failure")
 
-    monkeypatch.setattr(cluster, "_ensure_nodes", broken_nodes)
+    monkeypatch.setattr(fake_nodes, "start", broken_nodes)
     with pytest.raises(ClusterError, match="simulated node failure") as err:
         cluster.start()
     assert "component logs kept in" in str(err.value)
