@@ -1,15 +1,26 @@
-#: dl-common.startWatch.script: Python 3 (standard library only) run by the release's start watch
+#: dl-common.startWatch.script: Python 3 (standard library only) run by the release's start watch, its guard
 #: (dl-common.startWatch). Every DL_START_INTERVAL seconds it reads the release's Jobs (DL_START_JOBS,
-#: "<job>:<count> ...") and pods from the API server with the pod's service account token. A pod counts as
-#: started once its main container (the first one) has run. When an index of a Job that started at least
-#: DL_START_TIMEOUT seconds ago has no started pod, it names each such pod's role, name and reason (the image
-#: pull error, the scheduler's message, the failed init container, ...), writes that into the annotation
-#: DL_START_ANNOTATION of every unfinished Job of the release and sets their activeDeadlineSeconds to 1: the Job
-#: controller then fails them all (DeadlineExceeded) and deletes every pod, the stuck ones too. Pods without a
-#: node count only when DL_START_UNBOUND is 1 (no gang scheduler, no elastic minimum: a pod that waits for
-#: its gang holds nothing). It exits 0 once every index has started, or every Job has finished, or after it
-#: failed the release; 1 when the API server keeps refusing it. Suspended Jobs (a queue) are not timed. It reaches
-#: the API server through the kubernetes Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
+#: "<job>:<count> ...") and pods from the API server with the pod's service account token.
+#: A start that fails: a pod counts as started once its main container (the first one) has run. When an index of
+#: a Job that started at least DL_START_TIMEOUT seconds ago has no started pod, it names each such pod's role, name
+#: and reason (the image pull error, the scheduler's message, the failed init container, ...), writes that into
+#: the annotation DL_START_ANNOTATION of every unfinished Job of the release and sets their activeDeadlineSeconds
+#: to 1: the Job controller then fails them all (DeadlineExceeded) and deletes every pod, the stuck ones too. Pods
+#: without a node count only when DL_START_UNBOUND is 1 (no gang scheduler, no elastic minimum: a pod that waits for
+#: its gang holds nothing). A pod that replaces an earlier one of its index is not timed (the Job's retries bound
+#: it). Suspended Jobs (a queue) are not timed.
+#: A lost node (DL_NODE_LOSS "recover" or "fail"; "" leaves it to Kubernetes): a pod of the release (or of the
+#: watch's own Job, DL_WATCH_JOB) whose node stopped answering is evicted by Kubernetes once it has tolerated the
+#: node's not-ready or unreachable taint for the chart's startWatch.nodeLossSeconds, but no kubelet confirms the
+#: deletion, so it stays Terminating and its Job waits for it. The watch deletes such a pod at once (grace period 0,
+#: as the out-of-service taint of a non-graceful node shutdown would) when the node controller marked it not ready
+#: and the taint manager evicted it, else once it is still there DL_LOST_MARGIN seconds after its deletion was due;
+#: the Job controller then replaces it on a node that works. It records what it did in the annotation
+#: DL_NODE_ANNOTATION of the release's unfinished Jobs; with "fail" it also fails the release as for a start that
+#: fails, naming the node and the pods there.
+#: It exits 0 once every Job has finished (without node loss handling: once every index has started), or after it
+#: failed the release; 1 when the API server keeps refusing it. It reaches the API server through the kubernetes
+#: Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
 import json
 import os
 import sys
@@ -29,12 +40,18 @@ INTERVAL = int(ENV["DL_START_INTERVAL"])
 UNBOUND = ENV.get("DL_START_UNBOUND") == "1"
 ANNOTATION = ENV["DL_START_ANNOTATION"]
 JOBS = {g.rpartition(":")[0]: int(g.rpartition(":")[2]) for g in ENV["DL_START_JOBS"].split()}
+NODE_LOSS = ENV.get("DL_NODE_LOSS", "")
+NODE_ANNOTATION = ENV.get("DL_NODE_ANNOTATION", "dl-charts.io/node-loss")
+WATCH_JOB = ENV.get("DL_WATCH_JOB", "")
+LOST_MARGIN = int(ENV.get("DL_LOST_MARGIN", "15"))
 HOST = ENV.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
 PORT = ENV.get("KUBERNETES_SERVICE_PORT", "443")
 API = ENV.get("DL_START_API") or "https://{}:{}".format(f"[{HOST}]" if ":" in HOST else HOST, PORT)
 TLS = create_default_context(cafile=ACCOUNT + "/ca.crt")
 FINISHED = ("Complete", "SuccessCriteriaMet", "Failed", "FailureTarget")
 IN_PROGRESS = (None, "ContainerCreating", "PodInitializing")
+REPLACED = ("batch.kubernetes.io/job-index-failure-count", "batch.kubernetes.io/job-index-ignored-failure-count")
+FAILED_PREFIX = "failed the release: "
 
 
 def say(text):
@@ -49,7 +66,8 @@ def call(method, path, body=None):
     request.add_header("Authorization", "Bearer " + token)
     request.add_header("Accept", "application/json")
     if data is not None:
-        request.add_header("Content-Type", "application/merge-patch+json")
+        kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        request.add_header("Content-Type", kind)
     with urllib.request.urlopen(request, context=TLS, timeout=30) as response:
         return json.load(response)
 
@@ -69,6 +87,10 @@ def failed(pod):
     return pod["status"].get("phase") == "Failed"
 
 
+def condition(pod, kind):
+    return next((c for c in pod["status"].get("conditions") or [] if c.get("type") == kind), {})
+
+
 def main_started(pod):
     main = (pod["spec"].get("containers") or [{}])[0].get("name")
     for status in pod["status"].get("containerStatuses") or []:
@@ -81,6 +103,12 @@ def main_started(pod):
             if ended and ended.get("reason") != "StartError":
                 return True
     return False
+
+
+def replacement(pod):
+    """Whether the pod replaces an earlier pod of its index (the Job controller counts the earlier one's end)."""
+    annotations = pod["metadata"].get("annotations") or {}
+    return any(annotations.get(key, "0") != "0" for key in REPLACED)
 
 
 def why(pod):
@@ -101,9 +129,9 @@ def why(pod):
             return 0, f"init container {c['name']}: {waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
         if state.get("running"):
             return 1, f"init container {c['name']} still running"
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return 0, f"{condition.get('reason') or 'Unschedulable'}: {condition.get('message', '')}"
+    scheduled = condition(pod, "PodScheduled")
+    if scheduled.get("status") == "False":
+        return 0, f"{scheduled.get('reason') or 'Unschedulable'}: {scheduled.get('message', '')}"
     if failed(pod):
         return 0, f"pod failed: {status.get('reason', '')} {status.get('message', '')}".strip()
     return 1, f"{status.get('phase')}, main container not started yet"
@@ -142,52 +170,130 @@ def verdict_of(found):
     )[:4000]
 
 
-def fail(jobs, verdict):
+def fail(jobs, verdict, annotation=ANNOTATION):
     """Patch every unfinished Job of the release that does not carry the verdict yet (a watch that stopped halfway
     through, and its Job started again, finishes the work)."""
-    patch = {"metadata": {"annotations": {ANNOTATION: verdict}}, "spec": {"activeDeadlineSeconds": 1}}
+    patch = {"metadata": {"annotations": {annotation: verdict}}, "spec": {"activeDeadlineSeconds": 1}}
     for name, job in jobs.items():
-        done = (job["metadata"].get("annotations") or {}).get(ANNOTATION) == verdict
+        done = (job["metadata"].get("annotations") or {}).get(annotation) == verdict
         if not finished(job) and not (done and (job.get("spec") or {}).get("activeDeadlineSeconds") == 1):
             call("PATCH", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}", patch)
             say(f"Job {name}: failed")
 
 
+def lost(pod, now):
+    """Whether the pod is on a node that no longer answers: its deletion is under way but no kubelet confirms it.
+    At once when the node controller marked it not ready (its Ready condition False while its containers are ready,
+    which no kubelet reports) and the taint manager evicted it for the node's taint; otherwise once its deletion
+    was due DL_LOST_MARGIN seconds ago (a kubelet ends a pod within its grace period)."""
+    due = pod["metadata"].get("deletionTimestamp")
+    if not due or pod["status"].get("phase") not in ("Pending", "Running"):  # an ended pod waits for its Job only
+        return False
+    statuses = pod["status"].get("containerStatuses") or []
+    marked = condition(pod, "Ready").get("status") == "False" and statuses and all(s.get("ready") for s in statuses)
+    evicted = condition(pod, "DisruptionTarget").get("reason") == "DeletionByTaintManager"
+    return bool(marked and evicted) or now >= seconds(due) + LOST_MARGIN
+
+
+def end_lost(jobs, items, now):
+    """Delete the release's pods on lost nodes (and the watch's own earlier pods there); with "fail", fail the
+    release naming them. True once the release has been failed."""
+    gone = [p for p in items if lost(p, now)]
+    if not gone:
+        return False
+    nodes = sorted({p["spec"].get("nodeName") or "?" for p in gone})
+    names = []
+    for pod in gone:
+        name = pod["metadata"]["name"]
+        labels = pod["metadata"].get("labels") or {}
+        role = labels.get("app.kubernetes.io/component", "?")
+        index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index", "?")
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+        try:
+            call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", body)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:  # already gone
+                raise
+        say(f"node {pod['spec'].get('nodeName')} lost: deleted pod {name} (role {role}, index {index}) at once")
+        if role != "start-watch":
+            names.append(f"{name} (role {role}, index {index})")
+    if not names:
+        return False
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    what = f"node {', '.join(nodes)} lost: pods {', '.join(names)} deleted at {stamp}"
+    if NODE_LOSS == "fail":
+        verdict = (FAILED_PREFIX + what + " (startWatch.nodeLoss: fail)")[:4000]
+        say("ERROR: " + verdict)
+        fail(jobs, verdict, NODE_ANNOTATION)
+        return True
+    note = (what + "; their Jobs replace them on the nodes that work")[:4000]
+    for name, job in jobs.items():
+        if not finished(job):
+            call("PATCH", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}",
+                 {"metadata": {"annotations": {NODE_ANNOTATION: note}}})  # fmt: skip
+    return False
+
+
+def read(selector):
+    quoted = urllib.parse.quote(selector)
+    items = call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={quoted}")["items"]
+    for pod in items:
+        pod["spec"], pod["status"] = pod.get("spec") or {}, pod.get("status") or {}
+    return items
+
+
+def one_round(started):
+    """One look at the release; the exit status when the watch is done, else None."""
+    jobs = {name: call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}") for name in JOBS}
+    for annotation, prefix in ((ANNOTATION, ""), (NODE_ANNOTATION, FAILED_PREFIX)):
+        said = [(j["metadata"].get("annotations") or {}).get(annotation) or "" for j in jobs.values()]
+        verdict = next((v for v in said if v and v.startswith(prefix)), None)
+        if verdict:  # this watch, or an earlier pod of it, has failed the release: every Job must carry that
+            fail(jobs, verdict, annotation)
+            return 0
+    items = read("app.kubernetes.io/instance=" + RELEASE)
+    if NODE_LOSS:
+        own = read("batch.kubernetes.io/job-name=" + WATCH_JOB) if WATCH_JOB else []
+        if end_lost(jobs, items + own, time.time()):
+            return 0
+    pods = {}
+    for pod in items:
+        job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
+        index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+        if job not in JOBS or index is None:
+            continue
+        if main_started(pod) or replacement(pod):
+            started.add((job, int(index)))
+        pods.setdefault((job, int(index)), []).append(pod)
+    if all(finished(job) for job in jobs.values()):
+        say("every Job of the release has finished; done")
+        return 0
+    left = [(n, i) for n, c in JOBS.items() if not finished(jobs[n]) for i in range(c) if (n, i) not in started]
+    if not left and not NODE_LOSS:
+        say("every pod of the release has started its main container (or its Job has finished); done")
+        return 0
+    found = stuck(jobs, pods, started, time.time())
+    if found:
+        verdict = verdict_of(found)
+        say("ERROR: " + verdict)
+        say("failing every Job of the release (activeDeadlineSeconds: 1): the Job controller ends all its pods")
+        fail(jobs, verdict)
+        return 0
+    return None
+
+
 def main():
     say(f"every pod of [{ENV['DL_START_JOBS']}] must start its main container within {TIMEOUT}s of its Job's start")
+    if NODE_LOSS:
+        then = "replaced on the nodes that work" if NODE_LOSS == "recover" else "they fail the release"
+        say(f"pods on a lost node are deleted at once: {then}")
     started, errors = set(), 0
-    selector = urllib.parse.quote("app.kubernetes.io/instance=" + RELEASE)
     while True:
         try:
-            jobs = {name: call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}") for name in JOBS}
-            said = [(j["metadata"].get("annotations") or {}).get(ANNOTATION) for j in jobs.values()]
-            verdict = next((v for v in said if v), None)
-            if verdict:  # this watch, or an earlier pod of it, has failed the release: every Job must carry that
-                fail(jobs, verdict)
-                return 0
-            items = call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={selector}")["items"]
+            code = one_round(started)
+            if code is not None:
+                return code
             errors = 0
-            pods = {}
-            for pod in items:
-                pod["spec"], pod["status"] = pod.get("spec") or {}, pod.get("status") or {}
-                job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
-                index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
-                if job not in JOBS or index is None:
-                    continue
-                if main_started(pod):
-                    started.add((job, int(index)))
-                pods.setdefault((job, int(index)), []).append(pod)
-            left = [(n, i) for n, c in JOBS.items() if not finished(jobs[n]) for i in range(c) if (n, i) not in started]
-            if not left:
-                say("every pod of the release has started its main container (or its Job has finished); done")
-                return 0
-            found = stuck(jobs, pods, started, time.time())
-            if found:
-                verdict = verdict_of(found)
-                say("ERROR: " + verdict)
-                say("failing every Job of the release (activeDeadlineSeconds: 1): the Job controller ends all its pods")
-                fail(jobs, verdict)
-                return 0
         except (OSError, ValueError) as exc:  # urllib's errors are OSErrors; a 403 names the missing permission
             errors += 1
             detail = exc.read().decode(errors="replace") if isinstance(exc, urllib.error.HTTPError) else ""

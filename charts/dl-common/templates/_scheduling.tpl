@@ -1,6 +1,7 @@
 {{/*
 dl-common.scheduling.pod: the placement fields of a role's pod spec from its "settings": nodeSelector
-(e.g. nvidia.com/gpu.product, virtual.gpu.type), affinity, tolerations, topologySpreadConstraints,
+(e.g. nvidia.com/gpu.product, virtual.gpu.type), affinity, tolerations (with the start watch's node-loss ones,
+dl-common.startWatch.nodeLossTolerations), topologySpreadConstraints,
 priorityClassName and schedulerName. A topology spread constraint without labelSelector gets the role's
 selector labels, so `{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}`
 is enough. With gang scheduling (.Values.gang) the gang's scheduler name is used.
@@ -16,7 +17,8 @@ nodeSelector:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $s.tolerations }}
+{{- $lost := include "dl-common.startWatch.nodeLossTolerations" (dict "tolerations" $s.tolerations "context" .context) | fromYamlArray }}
+{{- with concat ($s.tolerations | default list) $lost }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}

@@ -55,7 +55,7 @@ metadata:
 rules:
   - apiGroups: [""]
     resources: ["pods"]
-    verbs: ["list"]
+    verbs: {{ if include "dl-common.startWatch.nodeLoss" $ctx }}["list", "delete"]{{ else }}["list"]{{ end }}
   - apiGroups: ["batch"]
     resources: ["jobs"]
     resourceNames:
@@ -123,7 +123,8 @@ spec:
   nodeSelector:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with $defaults.tolerations }}
+  {{- $lost := include "dl-common.startWatch.nodeLossTolerations" (dict "tolerations" $defaults.tolerations "context" $ctx) | fromYamlArray }}
+  {{- with concat ($defaults.tolerations | default list) $lost }}
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
@@ -152,6 +153,14 @@ spec:
           value: {{ ternary "1" "0" .unbound | quote }}
         - name: DL_START_ANNOTATION
           value: {{ include "dl-common.startWatch.annotation" . | quote }}
+        {{- with include "dl-common.startWatch.nodeLoss" $ctx }}
+        - name: DL_NODE_LOSS
+          value: {{ . | quote }}
+        - name: DL_NODE_ANNOTATION
+          value: {{ include "dl-common.startWatch.nodeLossAnnotation" $ | quote }}
+        - name: DL_WATCH_JOB
+          value: {{ $.name | quote }}
+        {{- end }}
         {{- with $sw.apiServer }}
         - name: DL_START_API
           value: {{ . | quote }}
@@ -171,4 +180,47 @@ dl-common.startWatch.annotation: the Job annotation in which the start watch say
 */}}
 {{- define "dl-common.startWatch.annotation" -}}
 dl-charts.io/start-failure
+{{- end -}}
+
+{{/*
+dl-common.startWatch.nodeLoss: what the start watch does about a lost node, "recover" or "fail" (startWatch.nodeLoss),
+or "" when it does nothing about it (startWatch.nodeLoss ignore, or no start watch): Kubernetes then evicts the
+pods of a node that stopped answering after 300 s and they stay Terminating, holding their Jobs.
+*/}}
+{{- define "dl-common.startWatch.nodeLoss" -}}
+{{- $sw := .Values.startWatch | default dict -}}
+{{- if and $sw.enabled (has ($sw.nodeLoss | default "ignore") (list "recover" "fail")) -}}
+{{ $sw.nodeLoss }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+dl-common.startWatch.nodeLossTolerations: the tolerations of the node controller's taints (not-ready, unreachable)
+for startWatch.nodeLossSeconds that every pod of a release with node-loss handling gets, as a YAML list ("[]" when
+none): Kubernetes evicts a pod of a lost node after that long instead of 300 s, and the start watch then deletes it.
+A key the pod's own "tolerations" already tolerate is left to them.
+  {{- $lost := include "dl-common.startWatch.nodeLossTolerations" (dict "tolerations" $s.tolerations "context" $) | fromYamlArray }}
+*/}}
+{{- define "dl-common.startWatch.nodeLossTolerations" -}}
+{{- $out := list -}}
+{{- if include "dl-common.startWatch.nodeLoss" .context -}}
+{{- $own := list -}}
+{{- range .tolerations | default list -}}
+{{- $own = append $own (.key | default "") -}}
+{{- end -}}
+{{- range list "node.kubernetes.io/not-ready" "node.kubernetes.io/unreachable" -}}
+{{- if not (has . $own) -}}
+{{- $out = append $out (dict "key" . "operator" "Exists" "effect" "NoExecute" "tolerationSeconds" ($.context.Values.startWatch.nodeLossSeconds | int)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+dl-common.startWatch.nodeLossAnnotation: the Job annotation in which the start watch records the pods it deleted on a
+lost node (and, with startWatch.nodeLoss fail, the verdict that failed the release).
+*/}}
+{{- define "dl-common.startWatch.nodeLossAnnotation" -}}
+dl-charts.io/node-loss
 {{- end -}}

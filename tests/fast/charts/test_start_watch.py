@@ -57,16 +57,35 @@ def pod(job_name: str, index: int, role: str, *, node: str | None = "n1", phase:
 RUNNING = {"state": {"running": {"startedAt": stamp(50)}}}
 PULL = {"state": {"waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "r/tf:does-not-exist"'}}}
 PEER_WAIT = [{"name": "peer-wait", "state": {"running": {"startedAt": stamp(90)}}}]
+NODE_LOSS = "dl-charts.io/node-loss"
+
+
+def on_lost_node(pod: dict[str, Any], due_in: float, *, marked: bool = True, evicted: bool = True) -> dict[str, Any]:
+    """``pod`` (Running, its main container running) as Kubernetes leaves it on a node that stopped answering: its
+    deletion due in ``due_in`` seconds (negative: overdue); ``marked``: the node controller set its Ready condition
+    False (its containers still say ready); ``evicted``: the taint manager's DisruptionTarget condition."""
+    pod["metadata"]["deletionTimestamp"] = stamp(-due_in)
+    pod["status"]["containerStatuses"][0]["ready"] = True
+    conditions = [{"type": "Ready", "status": "False" if marked else "True"}]
+    if evicted:
+        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"})
+    pod["status"]["conditions"] = conditions
+    return pod
 
 
 class Api:
     """The made-up API server: Jobs by name, the release's pods, the PATCHes it received."""
 
-    def __init__(self, jobs: list[dict[str, Any]], pods: list[dict[str, Any]], status: int = 200) -> None:
+    def __init__(
+        self, jobs: list[dict[str, Any]], pods: list[dict[str, Any]], status: int = 200,
+        watch_pods: list[dict[str, Any]] | None = None,
+    ) -> None:  # fmt: skip
         self.jobs = {j["metadata"]["name"]: j for j in jobs}
         self.pods = pods
+        self.watch_pods = watch_pods or []  # the pods of the watch's own Job (no instance label)
         self.status = status
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.deletes: list[tuple[str, dict[str, Any]]] = []
         self.resets: set[str] = set()
 
     def urlopen(self, request: urllib.request.Request, context: Any = None, timeout: float = 0) -> io.BytesIO:
@@ -84,10 +103,22 @@ class Api:
             self.patches.append((name, body))
             job = self.jobs[name]
             job["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
-            job["spec"].update(body["spec"])
+            job["spec"].update(body.get("spec", {}))
+            return io.BytesIO(b"{}")
+        if request.get_method() == "DELETE":
+            name, body = path.rsplit("/", 1)[1], json.loads(request.data)  # type: ignore[arg-type]
+            assert (
+                path == f"/api/v1/namespaces/ns/pods/{name}"
+                and request.get_header("Content-type") == "application/json"
+            )
+            self.deletes.append((name, body))
+            self.pods = [p for p in self.pods if p["metadata"]["name"] != name]
+            self.watch_pods = [p for p in self.watch_pods if p["metadata"]["name"] != name]
             return io.BytesIO(b"{}")
         if path.endswith("/pods?labelSelector=app.kubernetes.io/instance%3Dtrain"):
             return io.BytesIO(json.dumps({"items": self.pods}).encode())
+        if path.endswith("/pods?labelSelector=batch.kubernetes.io/job-name%3Dtrain-start-watch"):
+            return io.BytesIO(json.dumps({"items": self.watch_pods}).encode())
         return io.BytesIO(json.dumps(self.jobs[path.rsplit("/", 1)[1]]).encode())
 
 
@@ -96,11 +127,18 @@ class Stop(Exception):
 
 
 def watch(monkeypatch: pytest.MonkeyPatch, api: Api, *, rounds: int = 3, unbound: bool = True,
-          jobs: str = "train-chief:1 train-ps:1 train-worker:2") -> tuple[int | None, str]:  # fmt: skip
-    """Run the script for at most ``rounds`` rounds; (its exit status, or None when still watching; its output)."""
+          jobs: str = "train-chief:1 train-ps:1 train-worker:2",
+          node_loss: str = "") -> tuple[int | None, str]:  # fmt: skip
+    """Run the script for at most ``rounds`` rounds; (its exit status, or None when still watching; its output).
+    ``node_loss``: the chart's startWatch.nodeLoss (recover, fail), or "" for ignore."""
     env = {"DL_NAMESPACE": "ns", "DL_RELEASE": "train", "DL_START_TIMEOUT": "60", "DL_START_INTERVAL": "5",
            "DL_START_UNBOUND": "1" if unbound else "0", "DL_START_ANNOTATION": "dl-charts.io/start-failure",
            "DL_START_JOBS": jobs, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}  # fmt: skip
+    if node_loss:
+        env |= {"DL_NODE_LOSS": node_loss, "DL_NODE_ANNOTATION": NODE_LOSS, "DL_WATCH_JOB": "train-start-watch"}
+    else:
+        for key in ("DL_NODE_LOSS", "DL_NODE_ANNOTATION", "DL_WATCH_JOB"):
+            monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(ssl, "create_default_context", lambda cafile=None: object())
@@ -238,6 +276,85 @@ def test_an_api_server_that_keeps_refusing_ends_the_watch_with_exit_1(monkeypatc
     assert "HTTP Error 403: Forbidden" in out and "check the Role and RoleBinding" in out
 
 
+def running(job_name: str, index: int, role: str, node: str = "n1", **kwargs: Any) -> dict[str, Any]:
+    return pod(job_name, index, role, node=node, phase="Running", main=dict(RUNNING), suffix=f"s{index}", **kwargs)
+
+
+def test_a_pod_on_a_lost_node_is_deleted_at_once_and_the_jobs_note_it_while_the_watch_goes_on(monkeypatch):
+    lost = on_lost_node(running("train-worker", 1, "worker", node="n2"), due_in=25)
+    pods = [running("train-ps", 0, "ps"), running("train-worker", 0, "worker"), lost]
+    api = Api([job("train-ps"), job("train-worker")], pods)
+    code, out = watch(monkeypatch, api, jobs="train-ps:1 train-worker:2", node_loss="recover")
+    assert code is None, out  # every pod has started, but the watch guards the release until its Jobs finish
+    assert api.deletes == [
+        ("train-worker-1-s1", {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+    ]
+    note = f"node n2 lost: pods train-worker-1-s1 (role worker, index 1) deleted at {stamp(0)}"
+    assert {name: body["metadata"]["annotations"][NODE_LOSS] for name, body in api.patches} == {
+        "train-ps": note + "; their Jobs replace them on the nodes that work",
+        "train-worker": note + "; their Jobs replace them on the nodes that work",
+    }
+    assert all("spec" not in body for _, body in api.patches)  # recovering fails nothing
+    assert "start-watch: node n2 lost: deleted pod train-worker-1-s1 (role worker, index 1) at once" in out
+
+
+def test_a_pod_whose_deletion_no_kubelet_confirms_is_deleted_once_overdue_and_no_sooner(monkeypatch):
+    overdue = on_lost_node(running("train-worker", 0, "worker"), due_in=-16, marked=False, evicted=False)
+    on_time = on_lost_node(running("train-worker", 1, "worker"), due_in=-10, marked=False, evicted=False)
+    evicted_only = on_lost_node(running("train-worker", 2, "worker"), due_in=20, marked=False)
+    ended = on_lost_node(running("train-worker", 3, "worker"), due_in=-600)
+    ended["status"]["phase"] = "Succeeded"  # it waits for its Job to count it, not for a node
+    api = Api([job("train-worker")], [overdue, on_time, evicted_only, ended])
+    assert watch(monkeypatch, api, jobs="train-worker:4", node_loss="recover")[0] is None
+    assert [name for name, _ in api.deletes] == ["train-worker-0-s0"]
+
+
+def test_with_fail_the_watch_fails_the_release_naming_the_node_and_pods_and_a_new_watch_finishes_it(monkeypatch):
+    lost = on_lost_node(running("train-worker", 1, "worker", node="n2"), due_in=25)
+    api = Api([job("train-ps"), job("train-worker")], [running("train-ps", 0, "ps"), lost])
+    api.resets.add("train-worker")  # the watch is cut off halfway through failing the release
+    code, out = watch(monkeypatch, api, rounds=1, jobs="train-ps:1 train-worker:2", node_loss="fail")
+    assert code is None and "Connection reset by peer" in out
+    assert [name for name, _ in api.deletes] == ["train-worker-1-s1"]
+    deleted = f"node n2 lost: pods train-worker-1-s1 (role worker, index 1) deleted at {stamp(0)}"
+    verdict = f"failed the release: {deleted} (startWatch.nodeLoss: fail)"
+    failing = {"metadata": {"annotations": {NODE_LOSS: verdict}}, "spec": {"activeDeadlineSeconds": 1}}
+    assert api.patches == [("train-ps", failing)]
+    assert "start-watch: ERROR: " + verdict in out
+    api.patches.clear()  # its next pod (or round) finishes the work
+    assert watch(monkeypatch, api, jobs="train-ps:1 train-worker:2", node_loss="fail")[0] == 0
+    assert api.patches == [("train-worker", failing)]
+
+
+def test_the_watchs_own_pod_on_a_lost_node_is_deleted_without_a_note(monkeypatch):
+    own = on_lost_node(running("train-start-watch", 0, "start-watch", node="n2"), due_in=25)
+    api = Api([job("train-worker")], [running("train-worker", 0, "worker")], watch_pods=[own])
+    assert watch(monkeypatch, api, jobs="train-worker:1", node_loss="recover")[0] is None
+    assert [name for name, _ in api.deletes] == ["train-start-watch-0-s0"] and not api.patches
+
+
+def test_ignore_leaves_a_lost_node_to_kubernetes_and_the_watch_ends_once_every_pod_started(monkeypatch):
+    lost = on_lost_node(running("train-worker", 0, "worker"), due_in=-100)
+    api = Api([job("train-worker")], [lost])
+    code, out = watch(monkeypatch, api, jobs="train-worker:1")
+    assert code == 0 and not api.deletes and "every pod of the release has started" in out
+
+
+def test_a_guarding_watch_ends_once_every_job_has_finished(monkeypatch):
+    complete = [{"type": "Complete", "status": "True"}]
+    api = Api([job("train-ps", conditions=complete), job("train-worker", conditions=complete)], [])
+    code, out = watch(monkeypatch, api, jobs="train-ps:1 train-worker:1", node_loss="recover")
+    assert code == 0 and "every Job of the release has finished; done" in out
+
+
+def test_a_pod_that_replaces_a_lost_one_is_not_timed_by_a_new_watch(monkeypatch):
+    replacement = pod("train-worker", 1, "worker", main={"state": {"waiting": {"reason": "ImagePullBackOff"}}})
+    replacement["metadata"]["annotations"]["batch.kubernetes.io/job-index-ignored-failure-count"] = "1"
+    api = Api([job("train-worker", started_ago=600)], [running("train-worker", 0, "worker"), replacement])
+    assert watch(monkeypatch, api, jobs="train-worker:2", node_loss="recover")[0] is None
+    assert not api.patches  # the Job's backoffLimitPerIndex bounds a replacement, not the start deadline
+
+
 def script_body() -> str:
     """The script as its define renders it: without the lines meant for the tools."""
     return "\n".join(line for line in SCRIPT.read_text().splitlines() if not line.startswith("#:")).strip()
@@ -255,7 +372,7 @@ def test_every_chart_renders_its_start_watch_with_the_only_token_of_the_release(
     (role,) = rendered.of_kind("Role")
     assert role.name == "train-start-watch"
     assert role.body["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": training, "verbs": ["get", "patch"]},
     ]
     (binding,) = rendered.of_kind("RoleBinding")
@@ -278,6 +395,9 @@ def test_every_chart_renders_its_start_watch_with_the_only_token_of_the_release(
     assert sorted(group.rsplit(":", 1)[0] for group in env["DL_START_JOBS"].split()) == training
     assert (env["DL_START_TIMEOUT"], env["DL_START_UNBOUND"]) == ("60", "1")
     assert env["DL_START_ANNOTATION"] == "dl-charts.io/start-failure"
+    assert (env["DL_NODE_LOSS"], env["DL_NODE_ANNOTATION"], env["DL_WATCH_JOB"]) == (
+        "recover", "dl-charts.io/node-loss", "train-start-watch",
+    )  # fmt: skip
     assert not [f for f in find_problems(rendered) if "start-watch" in f.object]  # restricted, resources, tag
 
 
@@ -291,6 +411,31 @@ def test_a_gang_lets_unbound_pods_wait_and_the_switch_removes_the_watch(chart, r
     off = render(CHARTS / chart, set=["worker=2", "startWatch.enabled=false"], release="train")
     assert not [o for o in off if "start-watch" in o.name]
     assert not off.of_kind("Role") and not off.of_kind("ServiceAccount")
+
+
+LOST_NODE_TOLERATIONS = [
+    {"effect": "NoExecute", "key": f"node.kubernetes.io/{taint}", "operator": "Exists", "tolerationSeconds": 20}
+    for taint in ("not-ready", "unreachable")
+]
+
+
+@pytest.mark.parametrize("chart", TRAINING)
+def test_every_pod_of_a_guarded_release_leaves_a_lost_node_after_node_loss_seconds(chart, render):
+    rendered = render(CHARTS / chart, set=["worker=2"], release="train")
+    specs = [pod for obj in rendered.of_kind("Job") for pod in pod_specs(obj)]
+    assert specs and all(spec.spec["tolerations"][-2:] == LOST_NODE_TOLERATIONS for spec in specs)
+    own = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
+    kept = render(CHARTS / chart, set=["worker=2", "startWatch.nodeLossSeconds=45"], release="train",
+                  values={"defaults": {"tolerations": [own]}})  # fmt: skip
+    for spec in (pod for obj in kept.of_kind("Job") for pod in pod_specs(obj)):  # the pod's own toleration is kept
+        assert spec.spec["tolerations"] == [own, {**LOST_NODE_TOLERATIONS[0], "tolerationSeconds": 45}]
+    failing = render(CHARTS / chart, set=["worker=2", "startWatch.nodeLoss=fail"], release="train")
+    assert watch_env(failing)["DL_NODE_LOSS"] == "fail"
+    ignored = render(CHARTS / chart, set=["worker=2", "startWatch.nodeLoss=ignore"], release="train")
+    assert "DL_NODE_LOSS" not in watch_env(ignored)
+    assert ignored.of_kind("Role")[0].body["rules"][0]["verbs"] == ["list"]  # no deletes: Kubernetes' own way
+    assert not [pod for obj in ignored.of_kind("Job") for pod in pod_specs(obj) if pod.spec.get("tolerations")]
+    assert "nodeLoss" in refusal(render, chart, set=["startWatch.nodeLoss=restart"])
 
 
 @pytest.mark.parametrize(

@@ -212,9 +212,18 @@ def test_the_start_watch_needs_the_right_to_create_its_role_and_binding_or_the_s
     with pytest.raises(DLChartsError, match=r"you may not create rolebindings\.rbac\.authorization\.k8s\.io there"):
         run.check_start_watch_rights(only_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
 
-    admin = _Reviews("roles", "rolebindings")
+    edit_roles = _Reviews("roles", "rolebindings")  # may not delete pods, which the watch's Role grants
+    with pytest.raises(DLChartsError) as refused:
+        run.check_start_watch_rights(edit_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+    assert "namespace team-a: you may not delete pods there" in str(refused.value)
+    assert "--set startWatch.nodeLoss=ignore" in str(refused.value) and "Nothing was installed" in str(refused.value)
+    assert edit_roles.asked[-1] == {"namespace": "team-a", "verb": "delete", "group": "", "resource": "pods"}
+    ignoring = ("--set", "startWatch.nodeLoss=ignore")  # then the Role grants no deletes and none is asked
+    run.check_start_watch_rights(edit_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values, ignoring)  # type: ignore[arg-type]
+
+    admin = _Reviews("roles", "rolebindings", "pods")
     run.check_start_watch_rights(admin, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
-    assert len(admin.asked) == 2
+    assert len(admin.asked) == 3
 
     switched_off = _Reviews()  # the switch, among the user's helm arguments: nothing to ask
     args = ("--set", "worker=2", "--set", "startWatch.enabled=false")

@@ -16,7 +16,7 @@ from dlcharts.install.waits import Readiness, wait_ready
 from dlcharts.jobs.run.logs import LogStream, Write
 from dlcharts.jobs.run.outcome import SETTLE_SECONDS, RunResult, job_verdicts, release_pods
 from dlcharts.jobs.run.values import values_file
-from dlcharts.jobs.run.watch import start_watch_aftermath
+from dlcharts.jobs.run.watch import node_losses, start_watch_aftermath
 
 
 def replace_release(kube: Kube, release: Release) -> None:
@@ -53,6 +53,7 @@ def run_job(
             problem = str(exc)
         settled = _settle(kube, release) if readiness is not None else None
         aftermath = [] if readiness is not None else start_watch_aftermath(kube, release, started, write)
+        aftermath = node_losses(kube, release) + aftermath
     jobs = job_verdicts(kube, release.namespace, release.name)
     ok = readiness is not None and bool(jobs) and all(s in ("Complete", "SuccessCriteriaMet") for s in jobs.values())
     if readiness is not None and not jobs:

@@ -22,34 +22,41 @@ START_WATCH_RIGHTS = (
 )
 
 
-def may_create(kube: Kube, namespace: str, group: str, resource: str) -> bool:
-    """Whether the caller may create ``resource`` (of API ``group``) in ``namespace``: the API server's answer to a
+def may(kube: Kube, namespace: str, verb: str, group: str, resource: str) -> bool:
+    """Whether the caller may ``verb`` ``resource`` (of API ``group``) in ``namespace``: the API server's answer to a
     SelfSubjectAccessReview, which every authenticated user may ask."""
-    attributes = {"namespace": namespace, "verb": "create", "group": group, "resource": resource}
+    attributes = {"namespace": namespace, "verb": verb, "group": group, "resource": resource}
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
               "spec": {"resourceAttributes": attributes}}  # fmt: skip
     resp = kube.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review)
     if resp.status not in (200, 201) or not isinstance(resp.doc, dict):
         raise ClusterError(
-            f"the API server did not say whether you may create {resource} in namespace {namespace} "
+            f"the API server did not say whether you may {verb} {resource} in namespace {namespace} "
             f"(SelfSubjectAccessReview answered {resp.status}: {status_message(resp.doc)})"
         )
     return bool((resp.doc.get("status") or {}).get("allowed"))
+
+
+def may_create(kube: Kube, namespace: str, group: str, resource: str) -> bool:
+    """Whether the caller may create ``resource`` (of API ``group``) in ``namespace``."""
+    return may(kube, namespace, "create", group, resource)
 
 
 def check_start_watch_rights(
     kube: Kube, release: Release, chart: Path, values: dict[str, Any], helm_args: Sequence[str] = ()
 ) -> None:
     """Before anything is installed: when the release as these values and ``helm_args`` render it has a start watch
-    (``startWatch.enabled``, on by default), refuse, naming ``--set startWatch.enabled=false``, if the caller may not
-    create its Role and RoleBinding in the namespace. Helm would otherwise create the release's first objects and
+    (``startWatch.enabled``, on by default), refuse, naming what to set, if the caller may not create its Role and
+    RoleBinding in the namespace, or lacks a right its Role grants (Kubernetes lets no one grant a right they do not
+    hold: deleting pods, for ``startWatch.nodeLoss``). Helm would otherwise create the release's first objects and
     stop at the Role, leaving a failed release behind. A render that fails is left to the install to report."""
     with values_file(values) as path:
         source = ChartSource(chart, values_files=(path,), extra_args=tuple(helm_args))
         proc = run_helm(release, ["template", release.name, *source.args(release.helm)], 120)
     if proc.returncode != 0:
         return
-    kinds = {obj["kind"] for obj in manifest_objects(proc.stdout) if is_start_watch(obj)}
+    watch = [obj for obj in manifest_objects(proc.stdout) if is_start_watch(obj)]
+    kinds = {obj["kind"] for obj in watch}
     ns = release.namespace
     refused = [f"{resource}.{group}" for group, resource, kind in START_WATCH_RIGHTS
                if kind in kinds and not may_create(kube, ns, group, resource)]  # fmt: skip
@@ -61,4 +68,14 @@ def check_start_watch_rights(
             f"namespace, 'edit' has not. Ask for it, or run without the start watch: --set startWatch.enabled=false "
             f"(a pod that never starts then holds the job's nodes until job.activeDeadlineSeconds). Nothing was "
             f"installed."
+        )
+    granted = [rule for obj in watch if obj["kind"] == "Role" for rule in obj.get("rules") or []]
+    deletes = any("delete" in rule.get("verbs", []) and "pods" in rule.get("resources", []) for rule in granted)
+    if deletes and not may(kube, ns, "delete", "", "pods"):
+        raise DLChartsError(
+            f"namespace {ns}: you may not delete pods there, and {chart.name}'s start watch gets that right "
+            f"(startWatch.nodeLoss, recover by default: it deletes the release's pods on a lost node so that "
+            f"their Jobs replace them); Kubernetes lets no one grant a right they do not hold. Ask for it, or "
+            f"leave lost nodes to Kubernetes: --set startWatch.nodeLoss=ignore (their pods then hold the job "
+            f"until the node comes back). Nothing was installed."
         )

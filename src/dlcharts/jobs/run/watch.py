@@ -1,6 +1,6 @@
 """The release's start watch seen from a run: after a failure, its verdict and how the release's pods ended
-(:func:`start_watch_aftermath`); at the end of a run, a watch that reaches the API server only through the run's
-relay suspended (:func:`suspend_start_watch`)."""
+(:func:`start_watch_aftermath`); what it did about lost nodes (:func:`node_losses`); at the end of a run, a watch
+that reaches the API server only through the run's relay suspended (:func:`suspend_start_watch`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,20 @@ from dlcharts.jobs.run.outcome import COMPONENT_LABEL, is_start_watch, parse_tim
 START_WATCH_MARGIN = 60.0
 #: the Job annotation in which the start watch says why it failed the release (dl-common.startWatch.annotation)
 START_FAILURE = "dl-charts.io/start-failure"
+#: the Job annotation in which it records the pods it deleted on a lost node (dl-common.startWatch.nodeLossAnnotation)
+NODE_LOSS = "dl-charts.io/node-loss"
+
+
+def node_losses(kube: Kube, release: Release) -> list[str]:
+    """What the release's start watch did about lost nodes, as it recorded it on the release's Jobs (the latest
+    note of each Job, once each)."""
+    ns, name = release.namespace, release.name
+    notes: list[str] = []
+    for job in kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}"):
+        note = (job["metadata"].get("annotations") or {}).get(NODE_LOSS)
+        if note and note not in notes:
+            notes.append(note)
+    return [f"start watch: {note}" for note in notes]
 
 
 def start_watch_aftermath(kube: Kube, release: Release, started: float, write: Write) -> list[str]:
@@ -59,8 +73,8 @@ def start_watch_aftermath(kube: Kube, release: Release, started: float, write: W
 def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
     """Suspend the release's start watch Jobs whose pod still runs (the Job controller ends it): for a watch that
     reaches the API server through :func:`api_relay`, which ends with ``dlcharts run``. Without it the watch would
-    retry against a closed port until its Job's backoffLimit. A watch that has acted (its verdict is on the Jobs)
-    or whose pod has ended is left to finish as it did. Returns the Jobs suspended."""
+    retry against a closed port until its Job's backoffLimit. A watch that has failed the release (its verdict is on
+    the Jobs) or whose pod has ended is left to finish as it did. Returns the Jobs suspended."""
     ns, name = release.namespace, release.name
     jobs = kube.items(f"/apis/batch/v1/namespaces/{ns}/jobs", label_selector=f"{INSTANCE_LABEL}={name}")
     pods = kube.items(f"/api/v1/namespaces/{ns}/pods", label_selector=f"{COMPONENT_LABEL}=start-watch")
@@ -69,8 +83,9 @@ def suspend_start_watch(kube: Kube, release: Release) -> list[str]:
         for pod in pods
         if (owner := owner_of(pod)) and (pod.get("status") or {}).get("phase") in ("Pending", "Running")
     }
-    if any((job["metadata"].get("annotations") or {}).get(START_FAILURE) for job in jobs):
-        return []  # the watch has acted: it exits right after (its pod may not have said so yet)
+    said = [job["metadata"].get("annotations") or {} for job in jobs]
+    if any(a.get(START_FAILURE) or a.get(NODE_LOSS, "").startswith("failed the release") for a in said):
+        return []  # the watch has failed the release: it exits right after (its pod may not have said so yet)
     suspended = []
     for job in jobs:
         running = job_outcome(job) is None and job["metadata"]["name"] in live
