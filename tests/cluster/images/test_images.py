@@ -164,7 +164,6 @@ def test_venv_layer_from_offline_wheels_and_damaged_wheelhouse(helper: BuildResu
         requirements=("six==1.17.0",),
         cmd=("python3",),
         check="python3 -c 'import six; assert six.__version__ == \"1.17.0\"'",
-        values=(),
     )
     cache = tmp_path / "cache"
     (cache / "images" / "rootfs").mkdir(parents=True)
