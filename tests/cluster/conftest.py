@@ -79,8 +79,10 @@ def namespace(embedded_cluster: ClusterHandle) -> Iterator[str]:
 
 @pytest.fixture
 def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
-    """``real_run(chart, release, *helm_args, on_line=, before=)`` -> (RunResult, log text): one job in a fresh
-    namespace, deleted at the end; ``before(namespace)`` runs before the install, ``on_line`` on each log line."""
+    """``real_run(chart, release, *helm_args, on_line=, before=, guarded=)`` -> (RunResult, log text): one job in a
+    fresh namespace, deleted at the end; ``before(namespace)`` runs before the install, ``on_line`` on each log line;
+    ``guarded``: with the chart's start watch, which reaches the API server through `dlcharts run`'s relay on the
+    first real node (run.api_relay), as `dlcharts run` installs it (else without it)."""
     images = embedded_cluster.images
     assert images is not None, "the session's cluster was started without its real node"
     namespaces: list[str] = []
@@ -91,6 +93,7 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
         *helm_args: str,
         on_line: Callable[[str], None] | None = None,
         before: Callable[[str], None] | None = None,
+        guarded: bool = False,
     ) -> tuple[run.RunResult, str]:
         path = CHARTS / chart
         namespace = f"{release}-{uuid.uuid4().hex[:6]}"
@@ -107,12 +110,23 @@ def real_run(embedded_cluster: ClusterHandle) -> Iterator[object]:
                 on_line(line)
 
         run.push_images(chart, images.registry, lines.append)
-        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+        with contextlib.ExitStack() as stack:
+            kube = stack.enter_context(Kube.from_kubeconfig(embedded_cluster.kubeconfig))
+            api_server = None
+            if guarded:
+                assert embedded_cluster.real_node is not None
+                relay = run.api_relay(
+                    embedded_cluster.server, embedded_cluster.state_dir, embedded_cluster.real_node["ip"]
+                )
+                api_server = stack.enter_context(relay)
+            values = run.cpu_values(
+                chart, images.registry, spread=len(embedded_cluster.real_nodes) > 1, api_server=api_server
+            )
             result = run.run_job(
                 kube,
                 Release(find_helm(), embedded_cluster.kubeconfig, release, namespace),
                 path,
-                run.cpu_values(chart, images.registry, spread=len(embedded_cluster.real_nodes) > 1),
+                values,
                 helm_args,
                 timeout=600,
                 write=write,

@@ -376,15 +376,20 @@ it). Suspended Jobs (a queue) are not timed.
 A lost node (DL_NODE_LOSS "recover" or "fail"; "" leaves it to Kubernetes): a pod of the release (or of the
 watch's own Job, DL_WATCH_JOB) whose node stopped answering is evicted by Kubernetes once it has tolerated the
 node's not-ready or unreachable taint for the chart's startWatch.nodeLossSeconds, but no kubelet confirms the
-deletion, so it stays Terminating and its Job waits for it. The watch deletes such a pod at once (grace period 0,
-as the out-of-service taint of a non-graceful node shutdown would) when the node controller marked it not ready
-and the taint manager evicted it, else once it is still there DL_LOST_MARGIN seconds after its deletion was due;
-the Job controller then replaces it on a node that works. It records what it did in the annotation
-DL_NODE_ANNOTATION of the release's unfinished Jobs; with "fail" it also fails the release as for a start that
-fails, naming the node and the pods there.
+deletion, so it stays Terminating and its Job waits for it. The watch deletes such a pod at once (its Job's
+finalizer taken off, grace period 0, as for a node with the out-of-service taint of a non-graceful shutdown):
+right away when the node controller marked it not ready and the taint manager evicted it, else once it is still
+there DL_LOST_MARGIN seconds after its deletion was due; the Job controller then replaces it on a node that
+works, without counting a retry. It records what it did in
+the annotation DL_NODE_ANNOTATION of the release's unfinished Jobs; with "fail" it also fails the release as for
+a start that fails, naming the node and the pods there. With "recover" and DL_RESTART_ALL 1 (a job that cannot go
+on without the lost ranks: all but elastic ones) it evicts the release's other training pods that ran before the
+loss, so that all train again together at once.
 It exits 0 once every Job has finished (without node loss handling: once every index has started), or after it
 failed the release; 1 when the API server keeps refusing it. It reaches the API server through the kubernetes
 Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
+the grace period of a survivor's eviction: its ranks are stuck in a collective with a dead peer, and a process
+blocked in a socket call may not act on SIGTERM; a full grace period would only delay the restart
 Source: scripts/start_watch.py.
 */}}
 {{- define "dl-common.startWatch.script" -}}
@@ -411,12 +416,16 @@ NODE_LOSS = ENV.get("DL_NODE_LOSS", "")
 NODE_ANNOTATION = ENV.get("DL_NODE_ANNOTATION", "dl-charts.io/node-loss")
 WATCH_JOB = ENV.get("DL_WATCH_JOB", "")
 LOST_MARGIN = int(ENV.get("DL_LOST_MARGIN", "15"))
+RESTART_ALL = ENV.get("DL_RESTART_ALL") == "1"
+EVICT_GRACE = 5
+STAMP_MAX = "9999-12-31T23:59:59Z"
 HOST = ENV.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
 PORT = ENV.get("KUBERNETES_SERVICE_PORT", "443")
 API = ENV.get("DL_START_API") or "https://{}:{}".format(f"[{HOST}]" if ":" in HOST else HOST, PORT)
 TLS = create_default_context(cafile=ACCOUNT + "/ca.crt")
 FINISHED = ("Complete", "SuccessCriteriaMet", "Failed", "FailureTarget")
 IN_PROGRESS = (None, "ContainerCreating", "PodInitializing")
+JOB_FINALIZER = "batch.kubernetes.io/job-tracking"
 REPLACED = ("batch.kubernetes.io/job-index-failure-count", "batch.kubernetes.io/job-index-ignored-failure-count")
 FAILED_PREFIX = "failed the release: "
 
@@ -433,8 +442,7 @@ def call(method, path, body=None):
     request.add_header("Authorization", "Bearer " + token)
     request.add_header("Accept", "application/json")
     if data is not None:
-        kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
-        request.add_header("Content-Type", kind)
+        request.add_header("Content-Type", "application/merge-patch+json" if method == "PATCH" else "application/json")
     with urllib.request.urlopen(request, context=TLS, timeout=30) as response:
         return json.load(response)
 
@@ -562,6 +570,24 @@ def lost(pod, now):
     return bool(marked and evicted) or now >= seconds(due) + LOST_MARGIN
 
 
+def end_lost_pod(pod):
+    """Delete the pod at once (grace period 0, as for a node with the out-of-service taint of a non-graceful
+    shutdown). Its Job holds a finalizer on it until it has counted the pod's end, which it does only once the pod has
+    failed, and no kubelet will say so: the finalizer is taken off first, or the pod would stay Terminating for good.
+    The Job then replaces the pod without counting a failure (the end of a pod of a lost node is no fault of it)."""
+    name = pod["metadata"]["name"]
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{name}"
+    finalizers = pod["metadata"].get("finalizers") or []
+    if JOB_FINALIZER in finalizers:
+        kept = [f for f in finalizers if f != JOB_FINALIZER]
+        call(
+            "PATCH",
+            path,
+            {"metadata": {"finalizers": kept or None, "resourceVersion": pod["metadata"].get("resourceVersion")}},
+        )
+    call("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+
+
 def end_lost(jobs, items, now):
     """Delete the release's pods on lost nodes (and the watch's own earlier pods there); with "fail", fail the
     release naming them. True once the release has been failed."""
@@ -571,17 +597,16 @@ def end_lost(jobs, items, now):
     nodes = sorted({p["spec"].get("nodeName") or "?" for p in gone})
     names = []
     for pod in gone:
-        name = pod["metadata"]["name"]
+        name, node = pod["metadata"]["name"], pod["spec"].get("nodeName")
         labels = pod["metadata"].get("labels") or {}
         role = labels.get("app.kubernetes.io/component", "?")
         index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index", "?")
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         try:
-            call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", body)
+            end_lost_pod(pod)
         except urllib.error.HTTPError as exc:
             if exc.code != 404:  # already gone
                 raise
-        say(f"node {pod['spec'].get('nodeName')} lost: deleted pod {name} (role {role}, index {index}) at once")
+        say(f"node {node} lost: deleted pod {name} (role {role}, index {index})")
         if role != "start-watch":
             names.append(f"{name} (role {role}, index {index})")
     if not names:
@@ -593,12 +618,46 @@ def end_lost(jobs, items, now):
         say("ERROR: " + verdict)
         fail(jobs, verdict, NODE_ANNOTATION)
         return True
-    note = (what + "; their Jobs replace them on the nodes that work")[:4000]
+    note = what + "; their Jobs replace them on the nodes that work"
+    if RESTART_ALL:
+        evicted = restart_the_rest(items, gone)
+        note += f"; the release's other {len(evicted)} pod(s) evicted to train again with them" if evicted else ""
+    note = note[:4000]
     for name, job in jobs.items():
         if not finished(job):
             call("PATCH", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}",
                  {"metadata": {"annotations": {NODE_ANNOTATION: note}}})  # fmt: skip
     return False
+
+
+def restart_the_rest(items, gone):
+    """Evict the release's other training pods that ran before the node was lost: a synchronous job cannot go on
+    without the lost ranks, and its survivors would wait on them (a dead peer's connection can hold a rank up to
+    15 minutes of TCP retries) instead of starting again with their replacements at once. An eviction is a
+    disruption, so their Jobs replace them without counting a retry. The names of the pods evicted."""
+    since = min(condition(p, "DisruptionTarget").get("lastTransitionTime") or STAMP_MAX for p in gone)
+    evicted = []
+    for pod in items:
+        meta = pod["metadata"]
+        job = (meta.get("labels") or {}).get("batch.kubernetes.io/job-name")
+        live = pod["status"].get("phase") in ("Pending", "Running") and not meta.get("deletionTimestamp")
+        if job not in JOBS or not live or pod in gone or meta["creationTimestamp"] >= since:
+            continue
+        options = {"gracePeriodSeconds": EVICT_GRACE}
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": meta["name"]},
+            "deleteOptions": options,
+        }
+        try:
+            call("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{meta['name']}/eviction", body)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:  # already gone
+                raise
+        say(f"evicted pod {meta['name']} to train again with the replacements of the lost ones")
+        evicted.append(meta["name"])
+    return evicted
 
 
 def read(selector):

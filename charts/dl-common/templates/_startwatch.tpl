@@ -20,7 +20,9 @@ the gang and never waits for a queue). Its pod has the standard labels but app.k
 pod of the training (the release's Services, NetworkPolicy and whoever lists the release's pods by that label
 leave it out; find it with -l app.kubernetes.io/component=start-watch,app.kubernetes.io/part-of=<release>).
 Pods without a node count only when .Values.gang.scheduler is none and "unbound" is not false (the chart passes
-false for an elastic minimum): a pod that waits for its gang, or beyond the minimum, holds nothing.
+false for an elastic minimum): a pod that waits for its gang, or beyond the minimum, holds nothing. Elastic runs
+("unbound" false) also keep their survivors when a node is lost (startWatch.nodeLoss recover); the others restart
+with the replacements of the lost pods.
   {{ include "dl-common.startWatch" (dict "roles" $roles "unbound" true "context" $) }}
 */}}
 {{- define "dl-common.startWatch" -}}
@@ -35,7 +37,8 @@ false for an elastic minimum): a pod that waits for its gang, or beyond the mini
 {{- end -}}
 {{- end -}}
 {{- $unbound := and (eq (($ctx.Values.gang | default dict).scheduler | default "none") "none") (ne (toString .unbound) "false") -}}
-{{- $template := include "dl-common.startWatch.pod" (dict "name" $name "unbound" $unbound "roles" .roles "context" $ctx) -}}
+{{- $elastic := eq (toString .unbound) "false" -}}
+{{- $template := include "dl-common.startWatch.pod" (dict "name" $name "unbound" $unbound "elastic" $elastic "roles" .roles "context" $ctx) -}}
 {{- $digest := sha256sum $template | trunc 16 -}}
 {{- include "dl-common.job.refuseImmutableChange" (dict "name" $name "digest" $digest "context" $ctx) -}}
 apiVersion: v1
@@ -55,7 +58,12 @@ metadata:
 rules:
   - apiGroups: [""]
     resources: ["pods"]
-    verbs: {{ if include "dl-common.startWatch.nodeLoss" $ctx }}["list", "delete"]{{ else }}["list"]{{ end }}
+    verbs: {{ if include "dl-common.startWatch.nodeLoss" $ctx }}["list", "patch", "delete"]{{ else }}["list"]{{ end }}
+  {{- if include "dl-common.startWatch.nodeLoss" $ctx }}
+  - apiGroups: [""]
+    resources: ["pods/eviction"]
+    verbs: ["create"]
+  {{- end }}
   - apiGroups: ["batch"]
     resources: ["jobs"]
     resourceNames:
@@ -160,6 +168,8 @@ spec:
           value: {{ include "dl-common.startWatch.nodeLossAnnotation" $ | quote }}
         - name: DL_WATCH_JOB
           value: {{ $.name | quote }}
+        - name: DL_RESTART_ALL
+          value: {{ ternary "0" "1" $.elastic | quote }}
         {{- end }}
         {{- with $sw.apiServer }}
         - name: DL_START_API

@@ -65,10 +65,13 @@ def on_lost_node(pod: dict[str, Any], due_in: float, *, marked: bool = True, evi
     deletion due in ``due_in`` seconds (negative: overdue); ``marked``: the node controller set its Ready condition
     False (its containers still say ready); ``evicted``: the taint manager's DisruptionTarget condition."""
     pod["metadata"]["deletionTimestamp"] = stamp(-due_in)
+    pod["metadata"]["finalizers"] = ["batch.kubernetes.io/job-tracking"]
+    pod["metadata"]["resourceVersion"] = "7"
     pod["status"]["containerStatuses"][0]["ready"] = True
     conditions = [{"type": "Ready", "status": "False" if marked else "True"}]
     if evicted:
-        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"})
+        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+                           "lastTransitionTime": stamp(5)})  # fmt: skip
     pod["status"]["conditions"] = conditions
     return pod
 
@@ -86,6 +89,8 @@ class Api:
         self.status = status
         self.patches: list[tuple[str, dict[str, Any]]] = []
         self.deletes: list[tuple[str, dict[str, Any]]] = []
+        self.pod_patches: list[tuple[str, dict[str, Any]]] = []
+        self.evictions: list[tuple[str, dict[str, Any]]] = []
         self.resets: set[str] = set()
 
     def urlopen(self, request: urllib.request.Request, context: Any = None, timeout: float = 0) -> io.BytesIO:
@@ -94,6 +99,11 @@ class Api:
         if self.status != 200:
             raise urllib.error.HTTPError(request.full_url, self.status, "Forbidden", {}, io.BytesIO(b'{"reason":"x"}'))  # type: ignore[arg-type]
         path = request.full_url.split(":443", 1)[1]
+        if request.get_method() == "PATCH" and "/pods/" in path:
+            assert request.get_header("Content-type") == "application/merge-patch+json"
+            name, body = path.rsplit("/", 1)[1], json.loads(request.data)  # type: ignore[arg-type]
+            self.pod_patches.append((name, body))
+            return io.BytesIO(b"{}")
         if request.get_method() == "PATCH":
             assert request.get_header("Content-type") == "application/merge-patch+json"
             name, body = path.rsplit("/", 1)[1], json.loads(request.data)  # type: ignore[arg-type]
@@ -104,6 +114,11 @@ class Api:
             job = self.jobs[name]
             job["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
             job["spec"].update(body.get("spec", {}))
+            return io.BytesIO(b"{}")
+        if request.get_method() == "POST":
+            name, body = path.split("/")[-2], json.loads(request.data)  # type: ignore[arg-type]
+            assert path == f"/api/v1/namespaces/ns/pods/{name}/eviction" and body["metadata"] == {"name": name}
+            self.evictions.append((name, body["deleteOptions"]))
             return io.BytesIO(b"{}")
         if request.get_method() == "DELETE":
             name, body = path.rsplit("/", 1)[1], json.loads(request.data)  # type: ignore[arg-type]
@@ -128,16 +143,17 @@ class Stop(Exception):
 
 def watch(monkeypatch: pytest.MonkeyPatch, api: Api, *, rounds: int = 3, unbound: bool = True,
           jobs: str = "train-chief:1 train-ps:1 train-worker:2",
-          node_loss: str = "") -> tuple[int | None, str]:  # fmt: skip
+          node_loss: str = "", restart_all: bool = True) -> tuple[int | None, str]:  # fmt: skip
     """Run the script for at most ``rounds`` rounds; (its exit status, or None when still watching; its output).
     ``node_loss``: the chart's startWatch.nodeLoss (recover, fail), or "" for ignore."""
     env = {"DL_NAMESPACE": "ns", "DL_RELEASE": "train", "DL_START_TIMEOUT": "60", "DL_START_INTERVAL": "5",
            "DL_START_UNBOUND": "1" if unbound else "0", "DL_START_ANNOTATION": "dl-charts.io/start-failure",
            "DL_START_JOBS": jobs, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}  # fmt: skip
     if node_loss:
-        env |= {"DL_NODE_LOSS": node_loss, "DL_NODE_ANNOTATION": NODE_LOSS, "DL_WATCH_JOB": "train-start-watch"}
+        env |= {"DL_NODE_LOSS": node_loss, "DL_NODE_ANNOTATION": NODE_LOSS, "DL_WATCH_JOB": "train-start-watch",
+                "DL_RESTART_ALL": "1" if restart_all else "0"}  # fmt: skip
     else:
-        for key in ("DL_NODE_LOSS", "DL_NODE_ANNOTATION", "DL_WATCH_JOB"):
+        for key in ("DL_NODE_LOSS", "DL_NODE_ANNOTATION", "DL_WATCH_JOB", "DL_RESTART_ALL"):
             monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -286,16 +302,38 @@ def test_a_pod_on_a_lost_node_is_deleted_at_once_and_the_jobs_note_it_while_the_
     api = Api([job("train-ps"), job("train-worker")], pods)
     code, out = watch(monkeypatch, api, jobs="train-ps:1 train-worker:2", node_loss="recover")
     assert code is None, out  # every pod has started, but the watch guards the release until its Jobs finish
+    # the Job's finalizer first (the Job counts a pod's end only once it has failed, which no kubelet will say)
+    assert api.pod_patches == [("train-worker-1-s1", {"metadata": {"finalizers": None, "resourceVersion": "7"}})]
     assert api.deletes == [
         ("train-worker-1-s1", {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
     ]
-    note = f"node n2 lost: pods train-worker-1-s1 (role worker, index 1) deleted at {stamp(0)}"
+    # the survivors cannot train without rank 1: evicted (a disruption, no retry counted) to start again with it
+    assert api.evictions == [
+        ("train-ps-0-s0", {"gracePeriodSeconds": 5}),
+        ("train-worker-0-s0", {"gracePeriodSeconds": 5}),
+    ]
+    note = (f"node n2 lost: pods train-worker-1-s1 (role worker, index 1) deleted at {stamp(0)}; their Jobs replace "
+            "them on the nodes that work; the release's other 2 pod(s) evicted to train again with them")  # fmt: skip
     assert {name: body["metadata"]["annotations"][NODE_LOSS] for name, body in api.patches} == {
-        "train-ps": note + "; their Jobs replace them on the nodes that work",
-        "train-worker": note + "; their Jobs replace them on the nodes that work",
-    }
+        "train-ps": note, "train-worker": note,
+    }  # fmt: skip
     assert all("spec" not in body for _, body in api.patches)  # recovering fails nothing
-    assert "start-watch: node n2 lost: deleted pod train-worker-1-s1 (role worker, index 1) at once" in out
+    assert "start-watch: node n2 lost: deleted pod train-worker-1-s1 (role worker, index 1)" in out
+
+
+def test_only_pods_that_ran_before_the_loss_are_evicted_and_none_in_an_elastic_run(monkeypatch):
+    lost = on_lost_node(running("train-worker", 1, "worker", node="n2"), due_in=25)
+    replacement = running("train-worker", 0, "worker")
+    replacement["metadata"]["creationTimestamp"] = stamp(2)  # started after the node was lost: already new
+    done = running("train-ps", 0, "ps")
+    done["status"]["phase"] = "Succeeded"
+    api = Api([job("train-ps"), job("train-worker")], [done, replacement, lost])
+    assert watch(monkeypatch, api, jobs="train-ps:1 train-worker:2", node_loss="recover")[0] is None
+    assert api.evictions == [] and [name for name, _ in api.deletes] == ["train-worker-1-s1"]
+    elastic = Api([job("train-worker")], [running("train-worker", 0, "worker"), on_lost_node(lost, due_in=25)])
+    watch(monkeypatch, elastic, jobs="train-worker:2", node_loss="recover", restart_all=False)
+    assert elastic.evictions == [] and [name for name, _ in elastic.deletes] == ["train-worker-1-s1"]
+    assert "evicted" not in elastic.patches[0][1]["metadata"]["annotations"][NODE_LOSS]
 
 
 def test_a_pod_whose_deletion_no_kubelet_confirms_is_deleted_once_overdue_and_no_sooner(monkeypatch):
@@ -307,6 +345,7 @@ def test_a_pod_whose_deletion_no_kubelet_confirms_is_deleted_once_overdue_and_no
     api = Api([job("train-worker")], [overdue, on_time, evicted_only, ended])
     assert watch(monkeypatch, api, jobs="train-worker:4", node_loss="recover")[0] is None
     assert [name for name, _ in api.deletes] == ["train-worker-0-s0"]
+    assert [name for name, _ in api.pod_patches] == ["train-worker-0-s0"]
 
 
 def test_with_fail_the_watch_fails_the_release_naming_the_node_and_pods_and_a_new_watch_finishes_it(monkeypatch):
@@ -372,7 +411,8 @@ def test_every_chart_renders_its_start_watch_with_the_only_token_of_the_release(
     (role,) = rendered.of_kind("Role")
     assert role.name == "train-start-watch"
     assert role.body["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": training, "verbs": ["get", "patch"]},
     ]
     (binding,) = rendered.of_kind("RoleBinding")
@@ -395,8 +435,8 @@ def test_every_chart_renders_its_start_watch_with_the_only_token_of_the_release(
     assert sorted(group.rsplit(":", 1)[0] for group in env["DL_START_JOBS"].split()) == training
     assert (env["DL_START_TIMEOUT"], env["DL_START_UNBOUND"]) == ("60", "1")
     assert env["DL_START_ANNOTATION"] == "dl-charts.io/start-failure"
-    assert (env["DL_NODE_LOSS"], env["DL_NODE_ANNOTATION"], env["DL_WATCH_JOB"]) == (
-        "recover", "dl-charts.io/node-loss", "train-start-watch",
+    assert (env["DL_NODE_LOSS"], env["DL_NODE_ANNOTATION"], env["DL_WATCH_JOB"], env["DL_RESTART_ALL"]) == (
+        "recover", "dl-charts.io/node-loss", "train-start-watch", "1",
     )  # fmt: skip
     assert not [f for f in find_problems(rendered) if "start-watch" in f.object]  # restricted, resources, tag
 
@@ -433,7 +473,8 @@ def test_every_pod_of_a_guarded_release_leaves_a_lost_node_after_node_loss_secon
     assert watch_env(failing)["DL_NODE_LOSS"] == "fail"
     ignored = render(CHARTS / chart, set=["worker=2", "startWatch.nodeLoss=ignore"], release="train")
     assert "DL_NODE_LOSS" not in watch_env(ignored)
-    assert ignored.of_kind("Role")[0].body["rules"][0]["verbs"] == ["list"]  # no deletes: Kubernetes' own way
+    rules = ignored.of_kind("Role")[0].body["rules"]  # no patches or deletes of pods: Kubernetes' own way
+    assert [(r["resources"], r["verbs"]) for r in rules] == [(["pods"], ["list"]), (["jobs"], ["get", "patch"])]
     assert not [pod for obj in ignored.of_kind("Job") for pod in pod_specs(obj) if pod.spec.get("tolerations")]
     assert "nodeLoss" in refusal(render, chart, set=["startWatch.nodeLoss=restart"])
 
@@ -450,6 +491,7 @@ def test_an_elastic_minimum_lets_unbound_workers_wait(chart, elastic, render):
         pytest.skip(f"{chart} is not among the charts under test")
     rendered = render(CHARTS / chart, set=["worker=3", *elastic], release="train")
     assert watch_env(rendered)["DL_START_UNBOUND"] == "0"
+    assert watch_env(rendered)["DL_RESTART_ALL"] == "0"  # an elastic run goes on without the ranks of a lost node
 
 
 @pytest.mark.parametrize("chart", TRAINING)

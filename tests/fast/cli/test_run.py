@@ -212,18 +212,27 @@ def test_the_start_watch_needs_the_right_to_create_its_role_and_binding_or_the_s
     with pytest.raises(DLChartsError, match=r"you may not create rolebindings\.rbac\.authorization\.k8s\.io there"):
         run.check_start_watch_rights(only_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
 
-    edit_roles = _Reviews("roles", "rolebindings")  # may not delete pods, which the watch's Role grants
+    roles_only = _Reviews("roles", "rolebindings")  # may not touch pods, which the watch's Role grants rights on
     with pytest.raises(DLChartsError) as refused:
-        run.check_start_watch_rights(edit_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
-    assert "namespace team-a: you may not delete pods there" in str(refused.value)
-    assert "--set startWatch.nodeLoss=ignore" in str(refused.value) and "Nothing was installed" in str(refused.value)
-    assert edit_roles.asked[-1] == {"namespace": "team-a", "verb": "delete", "group": "", "resource": "pods"}
-    ignoring = ("--set", "startWatch.nodeLoss=ignore")  # then the Role grants no deletes and none is asked
-    run.check_start_watch_rights(edit_roles, _release(tmp_path), CHARTS / "tensorflow-dist", values, ignoring)  # type: ignore[arg-type]
+        run.check_start_watch_rights(roles_only, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert (
+        "namespace team-a: you may not list pods or patch pods or delete pods or create pods/eviction there" in message
+    )
+    assert "--set startWatch.nodeLoss=ignore" in message and "Nothing was installed" in message
+    assert {"namespace": "team-a", "verb": "create", "group": "", "resource": "pods", "subresource": "eviction"} in (
+        roles_only.asked
+    )
 
     admin = _Reviews("roles", "rolebindings", "pods")
     run.check_start_watch_rights(admin, _release(tmp_path), CHARTS / "tensorflow-dist", values)  # type: ignore[arg-type]
-    assert len(admin.asked) == 3
+    assert [(a["verb"], a["resource"]) for a in admin.asked[2:]] == [
+        ("list", "pods"), ("patch", "pods"), ("delete", "pods"), ("create", "pods")
+    ]  # fmt: skip
+    ignoring = _Reviews("roles", "rolebindings", "pods")  # startWatch.nodeLoss=ignore: the Role lists pods, no more
+    args = ("--set", "startWatch.nodeLoss=ignore")
+    run.check_start_watch_rights(ignoring, _release(tmp_path), CHARTS / "tensorflow-dist", values, args)  # type: ignore[arg-type]
+    assert [(a["verb"], a["resource"]) for a in ignoring.asked[2:]] == [("list", "pods")]
 
     switched_off = _Reviews()  # the switch, among the user's helm arguments: nothing to ask
     args = ("--set", "worker=2", "--set", "startWatch.enabled=false")

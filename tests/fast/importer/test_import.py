@@ -83,7 +83,10 @@ def test_tfjob_chief_ps_workers(rendered: Any) -> None:
     ps = main_container(jobs["ps"])
     assert ps["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
     assert env_of(rendered, "release-ps")["NVIDIA_VISIBLE_DEVICES"] == "void"
-    assert "tolerations" not in jobs["ps"]["spec"]["template"]["spec"]
+    # the GPU toleration is the GPU roles' alone; the ps has only the start watch's of a lost node's taints
+    assert all(
+        t["key"].startswith("node.kubernetes.io/") for t in jobs["ps"]["spec"]["template"]["spec"]["tolerations"]
+    )
     # the worker's /dev/shm volume is the chart's own shm, at the manifest's size; the others keep 64Mi as before
     shm = {
         role: next(v for v in j["spec"]["template"]["spec"]["volumes"] if v["name"] == "shm")
@@ -132,7 +135,10 @@ def test_elastic_pytorchjob_keeps_its_bounds(rendered: Any) -> None:
     assert main_container(job)["resources"]["limits"]["nvidia.com/gpu"] == 2
     pod = job["spec"]["template"]["spec"]
     assert next(v for v in pod["volumes"] if v["name"] == "shm")["emptyDir"]["sizeLimit"] == "8Gi"
-    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # the toleration of the manifest, then the start watch's of a lost node's taints (startWatch.nodeLoss)
+    assert pod["tolerations"][0] == {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    lost = ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
+    assert [toleration["key"] for toleration in pod["tolerations"][1:]] == lost
     assert job["spec"]["template"]["metadata"]["labels"]["team"] == "vision"
     assert job["spec"]["backoffLimit"] == 10
 

@@ -23,9 +23,11 @@ START_WATCH_RIGHTS = (
 
 
 def may(kube: Kube, namespace: str, verb: str, group: str, resource: str) -> bool:
-    """Whether the caller may ``verb`` ``resource`` (of API ``group``) in ``namespace``: the API server's answer to a
-    SelfSubjectAccessReview, which every authenticated user may ask."""
+    """Whether the caller may ``verb`` ``resource`` (of API ``group``; ``pods/eviction`` for a subresource) in
+    ``namespace``: the API server's answer to a SelfSubjectAccessReview, which every authenticated user may ask."""
     attributes = {"namespace": namespace, "verb": verb, "group": group, "resource": resource}
+    if "/" in resource:  # "pods/eviction": the pods' eviction subresource
+        attributes["resource"], attributes["subresource"] = resource.split("/", 1)
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
               "spec": {"resourceAttributes": attributes}}  # fmt: skip
     resp = kube.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review)
@@ -70,12 +72,20 @@ def check_start_watch_rights(
             f"installed."
         )
     granted = [rule for obj in watch if obj["kind"] == "Role" for rule in obj.get("rules") or []]
-    deletes = any("delete" in rule.get("verbs", []) and "pods" in rule.get("resources", []) for rule in granted)
-    if deletes and not may(kube, ns, "delete", "", "pods"):
+    needed = [
+        f"{verb} {resource}"
+        for rule in granted
+        if not rule.get("resourceNames")  # the release's own Jobs: whoever installs it may patch those
+        for resource in rule.get("resources", [])
+        for verb in rule.get("verbs", [])
+        if not may(kube, ns, verb, (rule.get("apiGroups") or [""])[0], resource)
+    ]
+    if needed:
         raise DLChartsError(
-            f"namespace {ns}: you may not delete pods there, and {chart.name}'s start watch gets that right "
-            f"(startWatch.nodeLoss, recover by default: it deletes the release's pods on a lost node so that "
-            f"their Jobs replace them); Kubernetes lets no one grant a right they do not hold. Ask for it, or "
-            f"leave lost nodes to Kubernetes: --set startWatch.nodeLoss=ignore (their pods then hold the job "
-            f"until the node comes back). Nothing was installed."
+            f"namespace {ns}: you may not {' or '.join(needed)} there, and {chart.name}'s start watch gets those "
+            f"rights (startWatch.nodeLoss, recover by default: on a lost node it deletes the release's pods there "
+            f"so that their Jobs replace them, and evicts the others to train again with them); Kubernetes lets "
+            f"no one grant a right they do not hold. Ask for them, or leave lost nodes to Kubernetes: --set "
+            f"startWatch.nodeLoss=ignore (their pods then hold the job until the node comes back). Nothing was "
+            f"installed."
         )
