@@ -26,6 +26,7 @@
 #: Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
 import json
 import os
+import signal
 import sys
 import time
 import urllib.error
@@ -342,6 +343,9 @@ def one_round(started):
 
 
 def main():
+    # PID 1 of its container: without a handler SIGTERM does nothing, and an uninstall waits out the grace period;
+    # 143 (not 0) so that a pod ended by a drain counts as failed and its Job starts another watch
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     say(f"every pod of [{ENV['DL_START_JOBS']}] must start its main container within {TIMEOUT}s of its Job's start")
     if NODE_LOSS:
         then = "replaced on the nodes that work" if NODE_LOSS == "recover" else "they fail the release"

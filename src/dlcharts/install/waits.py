@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from dlcharts.errors import ClusterError
 from dlcharts.install.diagnostics import diagnostics
@@ -313,10 +314,15 @@ def namespace_inventory(kube: Kube, namespace: str) -> set[str]:
 def release_leftovers(kube: Kube, namespace: str, release: str, before: Collection[str] = ()) -> list[str]:
     """What of the release is still there: every object in the namespace that was not there before the
     install (``before`` from :func:`namespace_inventory`), every object anywhere (cluster-scoped ones
-    included, e.g. ClusterRole) labelled ``app.kubernetes.io/instance=<release>``, and Helm's release
-    records (Secrets ``owner=helm,name=<release>``)."""
+    included, e.g. ClusterRole) labelled ``app.kubernetes.io/instance=<release>``, Helm's release
+    records (Secrets ``owner=helm,name=<release>``), and every object in the namespace whose owners are all
+    gone: the garbage collector has yet to delete it, whatever ``before`` says (an inventory taken while the
+    release ran names its pods; a pod without the instance label, such as dl-common's start watch, is the
+    release's all the same)."""
     left = []
     selector = f"{INSTANCE_LABEL}={release}"
+    namespaced: list[tuple[str, dict[str, Any]]] = []
+    namespaced_kinds: set[str] = set()  # the kinds listed: their objects' uids are all known
     for res in kube.preferred_resources():
         if res.key in _TRANSIENT:
             continue
@@ -326,18 +332,36 @@ def release_leftovers(kube: Kube, namespace: str, release: str, before: Collecti
             resp = kube.request("GET", res.path(), query={"labelSelector": selector})
         if resp.status != 200:
             continue
+        if res.namespaced:
+            namespaced_kinds.add(res.key)
         for item in resp.doc.get("items") or []:
             key = f"{res.key}/{object_name(item)}"
-            labels = (item.get("metadata") or {}).get("labels") or {}
-            if not res.namespaced:
+            if res.namespaced:
+                namespaced.append((key, item))
+            else:
                 left.append(f"{key} (cluster-scoped, labelled {selector})")
-            elif labels.get(INSTANCE_LABEL) == release:
-                left.append(f"{key} (labelled {selector})")
-            elif labels.get("owner") == "helm" and labels.get("name") == release:
-                left.append(f"{key} (Helm's record of the release)")
-            elif key not in before:
-                left.append(f"{key} (not in the namespace before the install)")
+    present = {(item.get("metadata") or {}).get("uid") for _key, item in namespaced}
+    for key, item in namespaced:
+        meta = item.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        # only owners in the namespace can be looked up here (a cluster-scoped one would always seem gone)
+        owners = [ref for ref in meta.get("ownerReferences") or [] if _resource_key(ref) in namespaced_kinds]
+        if labels.get(INSTANCE_LABEL) == release:
+            left.append(f"{key} (labelled {selector})")
+        elif labels.get("owner") == "helm" and labels.get("name") == release:
+            left.append(f"{key} (Helm's record of the release)")
+        elif key not in before:
+            left.append(f"{key} (not in the namespace before the install)")
+        elif owners and not any(ref.get("uid") in present for ref in owners):
+            gone = ", ".join(f"{ref.get('kind')}/{ref.get('name')}" for ref in owners)
+            left.append(f"{key} (its owner {gone} is gone)")
     return sorted(left)
+
+
+def _resource_key(ref: Mapping[str, Any]) -> str:
+    """An owner reference's kind as :attr:`ApiResource.key` spells it."""
+    group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+    return f"{group}/{ref.get('kind')}" if group else str(ref.get("kind"))
 
 
 def wait_uninstalled(

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from typing import Any
@@ -168,6 +172,7 @@ def watch(monkeypatch: pytest.MonkeyPatch, api: Api, *, rounds: int = 3, unbound
             raise Stop
 
     monkeypatch.setattr("time.sleep", sleep)
+    monkeypatch.setattr("signal.signal", lambda *_: None)  # the handler would be this test process's
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
 
@@ -392,6 +397,22 @@ def test_a_pod_that_replaces_a_lost_one_is_not_timed_by_a_new_watch(monkeypatch)
     api = Api([job("train-worker", started_ago=600)], [running("train-worker", 0, "worker"), replacement])
     assert watch(monkeypatch, api, jobs="train-worker:2", node_loss="recover")[0] is None
     assert not api.patches  # the Job's backoffLimitPerIndex bounds a replacement, not the start deadline
+
+
+def test_sigterm_ends_the_watch_at_once_with_143_so_that_an_uninstall_need_not_wait_out_the_grace(tmp_path):
+    # the script as its container runs it, kept in its loop by an API server it cannot reach (no token here);
+    # PID 1 of a container ignores SIGTERM unless it has a handler, and a drained node's watch must be restarted
+    env = {"DL_NAMESPACE": "ns", "DL_RELEASE": "train", "DL_START_TIMEOUT": "60", "DL_START_INTERVAL": "30",
+           "DL_START_ANNOTATION": "a", "DL_START_JOBS": "train-worker:1", "DL_START_API": "https://127.0.0.1:9",
+           "PATH": os.environ["PATH"]}  # fmt: skip
+    untrusted = "import ssl; ssl.create_default_context = lambda cafile=None: ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)"
+    run = f"{untrusted}; exec(compile(open({str(SCRIPT)!r}).read(), 'start_watch', 'exec'))"
+    with subprocess.Popen([sys.executable, "-c", run], env=env, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert "did not answer (1 in a row)" in lines[1], lines  # now asleep for DL_START_INTERVAL
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 143
 
 
 def script_body() -> str:
