@@ -391,9 +391,17 @@ def scenario_classes(kube: Kube) -> Iterator[None]:
             kube.request("DELETE", path)
 
 
-def bound_claim(kube: Kube, namespace: str, claim: str, timeout: float = 60) -> str:
-    """A PersistentVolumeClaim ``claim`` bound to a pre-bound PersistentVolume (NFS source: never mounted by
-    fake nodes); returns the PV's name, for :func:`delete_volume`."""
+def bound_claim(
+    kube: Kube,
+    namespace: str,
+    claim: str,
+    timeout: float = 60,
+    source: dict[str, Any] | None = None,
+    access_modes: tuple[str, ...] = ("ReadOnlyMany",),
+) -> str:
+    """A PersistentVolumeClaim ``claim`` bound to a pre-bound PersistentVolume of ``source`` (default: an NFS
+    source that fake nodes never mount; a hostPath for a real node's pods); returns the PV's name, for
+    :func:`delete_volume`."""
     pv_name = f"{namespace}-{claim}"[:63]
     pv = {
         "apiVersion": "v1",
@@ -401,10 +409,10 @@ def bound_claim(kube: Kube, namespace: str, claim: str, timeout: float = 60) -> 
         "metadata": {"name": pv_name, "labels": {"app.kubernetes.io/managed-by": "dlcharts-tests"}},
         "spec": {
             "capacity": {"storage": "10Gi"},
-            "accessModes": ["ReadOnlyMany"],
+            "accessModes": list(access_modes),
             "persistentVolumeReclaimPolicy": "Retain",
             "storageClassName": "",
-            "nfs": {"server": "192.0.2.1", "path": f"/{claim}"},
+            **(source or {"nfs": {"server": "192.0.2.1", "path": f"/{claim}"}}),
             "claimRef": {"namespace": namespace, "name": claim},
         },
     }
@@ -413,7 +421,7 @@ def bound_claim(kube: Kube, namespace: str, claim: str, timeout: float = 60) -> 
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": claim},
         "spec": {
-            "accessModes": ["ReadOnlyMany"],
+            "accessModes": list(access_modes),
             "storageClassName": "",
             "volumeName": pv_name,
             "resources": {"requests": {"storage": "10Gi"}},

@@ -53,7 +53,8 @@ dl-common.pod.env: the complete env list of a role's main container, in this ord
   1. DL_TASK_INDEX: the pod's completion index (the same value as JOB_COMPLETION_INDEX, read from the
      batch.kubernetes.io/job-completion-index annotation), defined first so that later values can use
      "$(DL_TASK_INDEX)" (e.g. TF_CONFIG);
-  2. "env": the chart's framework wiring (a list of EnvVar dicts);
+  2. "env": the chart's framework wiring (a list of EnvVar dicts), then the checkpoint contract
+     (dl-common.checkpoint.env);
   3. the watchdog's variables when "watch" (role -> count) is not empty;
   4. defaults the user may override: HOME=/tmp (when settings.tmp.enabled) and, for a role without
      GPUs, NVIDIA_VISIBLE_DEVICES=void (CUDA images would otherwise see every GPU of the node);
@@ -65,7 +66,7 @@ A name set twice is an error reported by dl-common.validate.role (not silently d
 {{- define "dl-common.pod.env" -}}
 {{- $s := .settings -}}
 {{- $env := list (dict "name" "DL_TASK_INDEX" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.annotations['batch.kubernetes.io/job-completion-index']"))) -}}
-{{- $env = concat $env (.env | default list) -}}
+{{- $env = concat $env (.env | default list) (include "dl-common.checkpoint.env" . | fromYamlArray) -}}
 {{- if .watch -}}
 {{- $wd := .context.Values.watchdog -}}
 {{- $env = append $env (dict "name" "DL_WATCH_GROUPS" "value" (include "dl-common.peers.groups" (dict "roles" .watch "context" .context))) -}}
@@ -150,7 +151,8 @@ args:
 dl-common.pod.container: the main container of a role (one list item), named after the role: image,
 command/args (dl-common.pod.command), env (dl-common.pod.env), "ports" (list of dicts name/port),
 resources with GPUs (dl-common.resources.container), securityContext, workingDir, /dev/shm and /tmp
-mounts, the chart's "volumeMounts" and settings.volumeMounts.
+mounts, the checkpoint volume's (dl-common.checkpoint.volumeMounts), the chart's "volumeMounts" and
+settings.volumeMounts.
   containers:
     {{- include "dl-common.pod.container" (dict "role" "worker" "settings" $s "env" $env "ports" $ports "command" $cmd "args" $args "context" $) | nindent 4 }}
 */}}
@@ -185,7 +187,7 @@ mounts, the chart's "volumeMounts" and settings.volumeMounts.
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- $mounts := concat (include "dl-common.shm.volumeMounts" . | fromYamlArray) (.volumeMounts | default list) ($s.volumeMounts | default list) }}
+  {{- $mounts := concat (include "dl-common.shm.volumeMounts" . | fromYamlArray) (include "dl-common.checkpoint.volumeMounts" . | fromYamlArray) (.volumeMounts | default list) ($s.volumeMounts | default list) }}
   {{- with $mounts }}
   volumeMounts:
     {{- toYaml . | nindent 4 }}
@@ -199,7 +201,7 @@ the headless Service (so the pod is "<job>-<i>.<service>.<namespace>.svc"), rest
 service links, no service account token unless settings.automountServiceAccountToken, placement
 (dl-common.scheduling.pod), the peer-wait init container for "waitFor" (role -> count) plus
 "initContainers", the main container (dl-common.pod.container) plus "sidecars", and volumes
-(/dev/shm, /tmp, the chart's "volumes", settings.volumes). "roles" (role -> count, all roles of the
+(/dev/shm, /tmp, the checkpoint volume, the chart's "volumes", settings.volumes). "roles" (role -> count, all roles of the
 release) sizes the gang annotations. Takes every argument of dl-common.job.indexed.
   template:
     {{- include "dl-common.pod.template" $args | nindent 4 }}
@@ -248,7 +250,7 @@ spec:
     {{- with .sidecars }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
-  {{- $volumes := concat (include "dl-common.shm.volumes" . | fromYamlArray) (.volumes | default list) ($s.volumes | default list) }}
+  {{- $volumes := concat (include "dl-common.shm.volumes" . | fromYamlArray) (include "dl-common.checkpoint.volumes" . | fromYamlArray) (.volumes | default list) ($s.volumes | default list) }}
   {{- with $volumes }}
   volumes:
     {{- toYaml . | nindent 4 }}

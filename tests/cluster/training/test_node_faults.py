@@ -9,7 +9,8 @@ pytorch-dist workers on different hosts. The fault hits the node of worker 1 onc
   as the release's guard (startWatch.nodeLoss recover, the default): the node turns NotReady after the controller's
   grace period, Kubernetes evicts its pods startWatch.nodeLossSeconds later, the guard deletes them and evicts the
   survivors, and every Job replaces its pods on the node that works, which train again and complete while the lost
-  node is still gone: pytorch-dist (torchrun's ranks) and horovod-mpi (an MPI launcher and its sshd workers).
+  node is still gone: pytorch-dist (torchrun's ranks, resumed from the chart's checkpoint volume) and horovod-mpi
+  (an MPI launcher and its sshd workers).
 
 Each test restores the node it hit, so the tests after it find both nodes Ready. The guard reaches the API server
 through `dlcharts run`'s relay on the first real node, so the node lost is always the other one.
@@ -21,6 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ import pytest
 from dlcharts.cluster import ClusterHandle, faults, poll
 from dlcharts.host import procs
 from dlcharts.install import Kube
+from tests.support.cluster import bound_claim, delete_volume
 
 pytestmark = pytest.mark.cluster
 
@@ -173,14 +176,25 @@ def check_recovered(found: dict[str, Any], result: Any, cluster: ClusterHandle) 
     return since
 
 
-def test_the_guard_replaces_a_lost_nodes_pods_and_pytorch_trains_again_without_the_node(  # type: ignore[no-untyped-def]
-    real_run, two_nodes
+def test_the_guard_replaces_a_lost_nodes_pods_and_pytorch_resumes_from_its_checkpoint_without_the_node(  # type: ignore[no-untyped-def]
+    real_run, two_nodes, tmp_path: Path
 ) -> None:
-    """pytorch-dist with two workers on two nodes; the other node is lost at step 30 of 100 and stays lost. Within
-    RECOVERED_WITHIN s of the loss a replacement rank trains, and the job completes on the one node left with equal
-    checksums; the guard's note on the Jobs names the node and its pods."""
+    """pytorch-dist with two workers on two nodes and a checkpoint volume (a PVC of a hostPath both real nodes see,
+    as an NFS share would be); the other node is lost at step 30 of 100 and stays lost. Within RECOVERED_WITHIN s of
+    the loss a replacement rank trains, resumed from the last checkpoint before the loss (every 10 steps: step 20
+    or 30), and the job completes on the one node left with equal checksums; the guard's note on the Jobs names the
+    node and its pods."""
     found, first = lose_the_other_node(two_nodes, real_run, "guard")
     step = re.compile(r"^\[(guard-worker-\d-\w+)/worker\] bench_ddp: step \d+/100 ")
+    volumes: list[str] = []
+
+    def checkpoint_claim(namespace: str) -> None:
+        folder = tmp_path / "checkpoints"
+        folder.mkdir()
+        folder.chmod(0o777)  # the pods run as a user of their own
+        with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
+            source = {"hostPath": {"path": str(folder), "type": "Directory"}}
+            volumes.append(bound_claim(kube, namespace, "ckpt", source=source, access_modes=("ReadWriteMany",)))
 
     def on_line(line: str) -> None:
         match = step.match(line)
@@ -190,16 +204,27 @@ def test_the_guard_replaces_a_lost_nodes_pods_and_pytorch_trains_again_without_t
         elif match and "lost" in found and "again" not in found and match[1] not in first:
             found["again"] = time.monotonic()  # a replacement rank trains
 
-    result, log = real_run(
-        "pytorch-dist", "guard", "--set", "worker=2", "--set", "benchmark.steps=100",
-        "--set", f"collectiveTimeoutSeconds={TIMEOUT}", on_line=on_line, guarded=True,
-    )  # fmt: skip
+    try:
+        result, log = real_run(
+            "pytorch-dist", "guard", "--set", "worker=2", "--set", "benchmark.steps=100",
+            "--set", f"collectiveTimeoutSeconds={TIMEOUT}", "--set", "checkpoint.everySteps=10",
+            "--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt",
+            on_line=on_line, before=checkpoint_claim, guarded=True,
+        )  # fmt: skip
+    finally:
+        with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
+            for volume in volumes:
+                delete_volume(kube, volume)
     check_recovered(found, result, two_nodes)
     assert result.jobs == {"guard-worker": "Complete"}
     relay_node = two_nodes.real_node["name"]
     assert {p.node for p in result.pods if p.phase == "Succeeded"} == {relay_node}, result.pods
     checksums = re.findall(r"bench_ddp: rank \d final parameters sha256 ([0-9a-f]{64})", log)
     assert len(checksums) >= 2 and len(set(checksums[-2:])) == 1, checksums
+    resumed = [int(n) for n in re.findall(r"bench_ddp: resumed from step (\d+) ", log)]
+    assert resumed and resumed[-1] in (20, 30), (resumed, log[-3000:])
+    assert re.search(rf"bench_ddp: step {resumed[-1] + 10}/100 ", log.split("resumed from step")[-1]), log[-3000:]
+    print(f"the replacement ranks resumed from step {resumed[-1]} (checkpoints every 10 steps, lost at step 30)")
 
 
 def test_the_guard_replaces_a_lost_nodes_pods_and_horovod_trains_again_without_the_node(  # type: ignore[no-untyped-def]

@@ -29,6 +29,9 @@ def mount(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "mountPath": path}
 
 
+CHECKPOINT = {"volume": {"persistentVolumeClaim": {"claimName": "ckpt"}}}
+
+
 #: values the API server refuses (class, values, what the message must say: both values and the fix)
 REFUSED = {
     "mount-of-no-volume": ("volume-mount-name", {"roles": {"worker": {"volumeMounts": [mount("data", "/data")]}}}, [
@@ -45,6 +48,16 @@ REFUSED = {
     "volume-named-scripts": ("volume-name", {"defaults": {"volumes": [volume("scripts")]}}, [
         'defaults.volumes[0].name is "scripts", the name of a volume the chart adds to the pods of',
         "(mounted at /opt/dl-charts)", "Rename yours (and the volumeMounts that name it)"]),
+    "volume-named-checkpoint": ("volume-name", {
+        "checkpoint": CHECKPOINT, "defaults": {"volumes": [volume("checkpoint")]}}, [
+        'defaults.volumes[0].name is "checkpoint", the name of a volume the chart adds to the pods of',
+        "(mounted at /checkpoints)", "Rename yours (and the volumeMounts that name it)"]),
+    "checkpoint-at-tmp": ("mount-path", {"checkpoint": {**CHECKPOINT, "mountPath": "/tmp"}}, [
+        "checkpoint.mountPath is /tmp, where the chart mounts its volume tmp in role",
+        "set checkpoint.mountPath to a path of its own, e.g. /checkpoints"]),
+    "mount-at-the-checkpoints": ("mount-path", {"checkpoint": CHECKPOINT, "defaults": {
+        "volumes": [volume("data")], "volumeMounts": [mount("data", "/checkpoints")]}}, [
+        'defaults.volumeMounts[0].mountPath is "/checkpoints", where the chart mounts its own volume "checkpoint"']),
     "volume-named-twice": ("volume-name", {"defaults": {"volumes": [volume("data"), volume("data")]}}, [
         'defaults.volumes[0].name and defaults.volumes[1].name are both "data"', "Rename one"]),
     "mount-at-dev-shm": ("mount-path", {
@@ -98,6 +111,8 @@ SINCE = {"failure-policy-container": (1, 31), "fail-index-without-per-index": (1
 ACCEPTED = {
     "own-shm-instead-of-the-charts": {"roles": {"worker": {
         "shm": {"enabled": False}, "volumes": [volume("shm")], "volumeMounts": [mount("shm", "/dev/shm")]}}},
+    "checkpoint-volume-of-a-claim": {"checkpoint": CHECKPOINT},
+    "checkpoint-under-tmp": {"checkpoint": {**CHECKPOINT, "mountPath": "/tmp/checkpoints"}},
     "chart-volume-mounted-again": {"defaults": {"volumeMounts": [mount("scripts", "/srv/code")]}},
     "paths-that-differ-as-written": {"defaults": {"volumes": [volume("a"), volume("b"), volume("c")], "volumeMounts": [
         mount("a", "/data"), mount("b", "/data/"), mount("c", "/dev/shm/extra")]}},

@@ -5,9 +5,11 @@ would stop halfway, with the Services and ConfigMaps created before the Jobs. Fo
 (role -> the arguments of dl-common.job.indexed, as the chart renders them, so that the chart's own
 volumes and mounts of this render are known):
 - a volumeMounts entry whose name is no volume of the pod: neither one of settings.volumes nor one the
-  chart adds (shm, tmp, scripts, cluster, hostfile, mpi-*: dl-common.shm.volumes and the job's "volumes");
+  chart adds (shm, tmp, checkpoint, scripts, cluster, hostfile, mpi-*: dl-common.shm.volumes,
+  dl-common.checkpoint.volumes and the job's "volumes");
 - a settings.volumes entry named like a volume the chart adds, or like another entry (volume names are
   unique in a pod);
+- checkpoint.mountPath where the chart mounts another of its volumes (as written, too);
 - a volumeMounts mountPath where the chart already mounts a volume in the main container (/dev/shm, /tmp,
   /opt/dl-charts, ...), or that another entry uses (mount paths are unique in a container, compared as
   written: the API server takes /data and /data/ as two paths);
@@ -58,13 +60,21 @@ its dl-common.job.indexed arguments), as a JSON list; "@ROLES@" stands for the r
 {{- $job := .job -}}
 {{- $s := $job.settings | default dict -}}
 {{- $out := list -}}
-{{- $chartVolumes := concat (include "dl-common.shm.volumes" (dict "settings" $s) | fromYamlArray) ($job.volumes | default list) -}}
-{{- $chartMounts := concat (include "dl-common.shm.volumeMounts" (dict "settings" $s) | fromYamlArray) ($job.volumeMounts | default list) -}}
+{{- $chartVolumes := concat (include "dl-common.shm.volumes" (dict "settings" $s) | fromYamlArray) (include "dl-common.checkpoint.volumes" (dict "context" $ctx) | fromYamlArray) ($job.volumes | default list) -}}
+{{- $chartMounts := concat (include "dl-common.shm.volumeMounts" (dict "settings" $s) | fromYamlArray) (include "dl-common.checkpoint.volumeMounts" (dict "context" $ctx) | fromYamlArray) ($job.volumeMounts | default list) -}}
 {{- $chartNames := list -}}
 {{- range $chartVolumes -}}{{- $chartNames = append $chartNames (toString .name) -}}{{- end -}}
 {{- $mountedAt := dict -}}
 {{- range $chartMounts -}}
 {{- if not (hasKey $mountedAt (toString .name)) -}}{{- $_ := set $mountedAt (toString .name) (toString .mountPath) -}}{{- end -}}
+{{- end -}}
+{{- $checkpoint := $ctx.Values.checkpoint | default dict -}}
+{{- if $checkpoint.volume -}}
+{{- range $chartMounts -}}
+{{- if and (ne (toString .name) "checkpoint") (eq (toString .mountPath) (toString $checkpoint.mountPath)) -}}
+{{- $out = append $out (printf "checkpoint.mountPath is %s, where the chart mounts its volume %s in @ROLES@; set checkpoint.mountPath to a path of its own, e.g. /checkpoints." $checkpoint.mountPath .name) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- /* the chart's scratch volumes, which a value turns off (then the user may bring their own) */ -}}
 {{- $scratch := dict "shm" "/dev/shm" "tmp" "/tmp" -}}

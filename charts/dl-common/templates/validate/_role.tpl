@@ -36,7 +36,7 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- $env := include "dl-common.pod.env" (dict "env" .env "watch" .watch "settings" $s "context" $ctx) | fromYamlArray -}}
 {{- $seen := dict -}}
 {{- $chartNames := dict -}}
-{{- range (.env | default list) -}}
+{{- range concat (.env | default list) (include "dl-common.checkpoint.env" (dict "context" $ctx) | fromYamlArray) -}}
 {{- $_ := set $chartNames (toString .name) true -}}
 {{- end -}}
 {{- range ((.entrypoint | default dict).sets | default list) -}}
