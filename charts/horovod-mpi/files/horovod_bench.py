@@ -14,6 +14,9 @@ import socket
 import sys
 import time
 
+CHECKPOINTS = os.environ.get("DL_CHECKPOINT_DIR", "")
+EVERY = int(os.environ.get("DL_CHECKPOINT_EVERY_STEPS") or 0)
+
 
 def cpu_budget():
     """CPUs this process may use: its cgroup's CPU quota (the pod's CPU limit) when there is one, else the CPUs
@@ -55,15 +58,17 @@ def report(hvd, rates, args, device):
     sys.stdout.flush()
 
 
-def train_loop(hvd, state, args, device, timed):
-    """Warm up, then time args.iterations rounds of timed(args.batches_per_iter); shared by both frameworks."""
+def train_loop(hvd, state, args, device, timed, save=None):
+    """Warm up, then time args.iterations rounds of timed(args.batches_per_iter); shared by both frameworks.
+    save(iteration), when given, after each iteration that completes DL_CHECKPOINT_EVERY_STEPS more batches."""
     # every rank names itself: the rank, size and local rank Horovod got from the launcher, and the pod it runs on
     print("horovod_bench: rank %d/%d (local rank %d) on %s" % (hvd.rank(), hvd.size(), hvd.local_rank(), socket.gethostname()))
     sys.stdout.flush()
-    if hvd.rank() == 0:
-        print("warming up: %d batches on %d rank(s)" % (args.warmup_batches, hvd.size()))
-        sys.stdout.flush()
-    timed(args.warmup_batches)
+    if state.iteration == 0:  # a resumed run goes on from its checkpoint
+        if hvd.rank() == 0:
+            print("warming up: %d batches on %d rank(s)" % (args.warmup_batches, hvd.size()))
+            sys.stdout.flush()
+        timed(args.warmup_batches)
     while state.iteration < args.iterations:
         seconds = timed(args.batches_per_iter)
         rate = args.batch_size * args.batches_per_iter / seconds
@@ -74,7 +79,40 @@ def train_loop(hvd, state, args, device, timed):
         state.iteration += 1
         if args.elastic:
             state.commit()
+        done = state.iteration * args.batches_per_iter
+        if save and done // EVERY > (done - args.batches_per_iter) // EVERY and state.iteration < args.iterations:
+            save(state.iteration)
     report(hvd, state.rates, args, device)
+
+
+def torch_checkpoints(hvd, torch, model, optimizer):
+    """(the iteration to start from, save): rank 0 restores model, optimizer and iteration from
+    DL_CHECKPOINT_DIR/checkpoint.pt when there is one (the caller's broadcasts then hand its state to every
+    rank), and saves them there; (0, None) without DL_CHECKPOINT_DIR."""
+    if not CHECKPOINTS:
+        return 0, None
+    path = os.path.join(CHECKPOINTS, "checkpoint.pt")
+    first = 0
+    if hvd.rank() == 0:
+        os.makedirs(CHECKPOINTS, exist_ok=True)
+        if os.path.exists(path):
+            saved = torch.load(path)
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            first = saved["iteration"]
+            print("horovod_bench: resumed from iteration %d (%s)" % (first, path))
+        else:
+            print("horovod_bench: no checkpoint in %s; saving one every %d batches" % (CHECKPOINTS, EVERY))
+        sys.stdout.flush()
+    first = hvd.broadcast_object(first, root_rank=0)
+
+    def save(iteration):
+        if hvd.rank() == 0:  # every rank holds the same state: one copy is the checkpoint
+            state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": iteration}
+            torch.save(state, path + ".tmp")
+            os.replace(path + ".tmp", path)
+
+    return first, save
 
 
 def run_pytorch(args):
@@ -102,8 +140,9 @@ def run_pytorch(args):
     optimizer = hvd.DistributedOptimizer(
         optimizer, named_parameters=model.named_parameters(), compression=compression,
         op=hvd.Adasum if args.use_adasum else hvd.Average)
-    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size)
-    target = torch.randint(0, 1000, (args.batch_size,))
+    batch = torch.Generator().manual_seed(hvd.rank())  # a resumed rank trains on the batch it had
+    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=batch)
+    target = torch.randint(0, 1000, (args.batch_size,), generator=batch)
     if cuda:
         data, target = data.cuda(), target.cuda()
 
@@ -135,13 +174,14 @@ def run_pytorch(args):
         state.register_reset_callbacks([on_reset])
         hvd.elastic.run(train)(state)
     else:
+        first, save = torch_checkpoints(hvd, torch, model, optimizer)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
         class State(object):
-            iteration = 0
+            iteration = first
             rates = []
-        train(State())
+        train_loop(hvd, State(), args, device, timed, save if EVERY else None)
         # the same digest on every rank: the allreduced gradients kept the replicas identical
         digest = hashlib.sha256(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())).hexdigest()
         print("horovod_bench: rank %d final parameters sha256 %s" % (hvd.rank(), digest))

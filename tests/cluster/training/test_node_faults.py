@@ -118,6 +118,27 @@ def test_a_partition_healed_within_the_collective_timeout_lets_pytorch_finish(re
     print(f"partition of {found['node']} for 15 s at step 30/300; job {result.seconds:.0f}s, no pod failed")
 
 
+@pytest.fixture
+def checkpoints(two_nodes: ClusterHandle, tmp_path: Path) -> Iterator[tuple[Callable[[str], None], list[str]]]:
+    """(before, helm args): ``before(namespace)`` gives the namespace the claim "ckpt" of a hostPath that both real
+    nodes see (as an NFS share would be; the PersistentVolume goes at the end), and the args point the chart's
+    checkpoint volume at it."""
+    volumes: list[str] = []
+
+    def claim(namespace: str) -> None:
+        folder = tmp_path / "checkpoints"
+        folder.mkdir()
+        folder.chmod(0o777)  # the pods run as a user of their own
+        source = {"hostPath": {"path": str(folder), "type": "Directory"}}
+        with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
+            volumes.append(bound_claim(kube, namespace, "ckpt", source=source, access_modes=("ReadWriteMany",)))
+
+    yield claim, ["--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt"]
+    with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
+        for volume in volumes:
+            delete_volume(kube, volume)
+
+
 #: issue 43's bound: from the node's loss to its job training again on the nodes that work
 RECOVERED_WITHIN = 240
 
@@ -177,24 +198,15 @@ def check_recovered(found: dict[str, Any], result: Any, cluster: ClusterHandle) 
 
 
 def test_the_guard_replaces_a_lost_nodes_pods_and_pytorch_resumes_from_its_checkpoint_without_the_node(  # type: ignore[no-untyped-def]
-    real_run, two_nodes, tmp_path: Path
+    real_run, two_nodes, checkpoints
 ) -> None:
-    """pytorch-dist with two workers on two nodes and a checkpoint volume (a PVC of a hostPath both real nodes see,
-    as an NFS share would be); the other node is lost at step 30 of 100 and stays lost. Within RECOVERED_WITHIN s of
-    the loss a replacement rank trains, resumed from the last checkpoint before the loss (every 10 steps: step 20
-    or 30), and the job completes on the one node left with equal checksums; the guard's note on the Jobs names the
-    node and its pods."""
+    """pytorch-dist with two workers on two nodes and a checkpoint volume; the other node is lost at step 30 of 100
+    and stays lost. Within RECOVERED_WITHIN s of the loss a replacement rank trains, resumed from the last checkpoint
+    before the loss (every 10 steps: step 20 or 30), and the job completes on the one node left with equal
+    checksums; the guard's note on the Jobs names the node and its pods."""
     found, first = lose_the_other_node(two_nodes, real_run, "guard")
     step = re.compile(r"^\[(guard-worker-\d-\w+)/worker\] bench_ddp: step \d+/100 ")
-    volumes: list[str] = []
-
-    def checkpoint_claim(namespace: str) -> None:
-        folder = tmp_path / "checkpoints"
-        folder.mkdir()
-        folder.chmod(0o777)  # the pods run as a user of their own
-        with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
-            source = {"hostPath": {"path": str(folder), "type": "Directory"}}
-            volumes.append(bound_claim(kube, namespace, "ckpt", source=source, access_modes=("ReadWriteMany",)))
+    claim, checkpoint_args = checkpoints
 
     def on_line(line: str) -> None:
         match = step.match(line)
@@ -204,17 +216,11 @@ def test_the_guard_replaces_a_lost_nodes_pods_and_pytorch_resumes_from_its_check
         elif match and "lost" in found and "again" not in found and match[1] not in first:
             found["again"] = time.monotonic()  # a replacement rank trains
 
-    try:
-        result, log = real_run(
-            "pytorch-dist", "guard", "--set", "worker=2", "--set", "benchmark.steps=100",
-            "--set", f"collectiveTimeoutSeconds={TIMEOUT}", "--set", "checkpoint.everySteps=10",
-            "--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt",
-            on_line=on_line, before=checkpoint_claim, guarded=True,
-        )  # fmt: skip
-    finally:
-        with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
-            for volume in volumes:
-                delete_volume(kube, volume)
+    result, log = real_run(
+        "pytorch-dist", "guard", "--set", "worker=2", "--set", "benchmark.steps=100",
+        "--set", f"collectiveTimeoutSeconds={TIMEOUT}", "--set", "checkpoint.everySteps=10", *checkpoint_args,
+        on_line=on_line, before=claim, guarded=True,
+    )  # fmt: skip
     check_recovered(found, result, two_nodes)
     assert result.jobs == {"guard-worker": "Complete"}
     relay_node = two_nodes.real_node["name"]
@@ -227,14 +233,16 @@ def test_the_guard_replaces_a_lost_nodes_pods_and_pytorch_resumes_from_its_check
     print(f"the replacement ranks resumed from step {resumed[-1]} (checkpoints every 10 steps, lost at step 30)")
 
 
-def test_the_guard_replaces_a_lost_nodes_pods_and_horovod_trains_again_without_the_node(  # type: ignore[no-untyped-def]
-    real_run, two_nodes
+def test_the_guard_replaces_a_lost_nodes_pods_and_horovod_resumes_from_its_checkpoint_without_the_node(  # type: ignore[no-untyped-def]
+    real_run, two_nodes, checkpoints
 ) -> None:
-    """horovod-mpi (a launcher and two sshd workers, spread over the two nodes); the other node is lost at the
-    first iteration and stays lost. The guard deletes its pods and evicts the others, the launcher's retry runs on
-    the replacements, and within RECOVERED_WITHIN s of the loss its ranks train again; the job completes on the one
-    node left, both ranks ending with the same parameters."""
+    """horovod-mpi (a launcher and two sshd workers, spread over the two nodes) with a checkpoint volume; the other
+    node is lost at the first iteration and stays lost. The guard deletes its pods and evicts the others, the
+    launcher's retry runs on the replacements, and within RECOVERED_WITHIN s of the loss its ranks train again from
+    the iteration rank 0 saved last (every iteration: 1 or later); the job completes on the one node left, both
+    ranks ending with the same parameters."""
     found, first = lose_the_other_node(two_nodes, real_run, "hvd")
+    claim, checkpoint_args = checkpoints
     iteration = re.compile(r"^\[(hvd-launcher-0-\w+)/launcher\] \[1,0\]<stdout>:iteration \d+: ")
 
     def on_line(line: str) -> None:
@@ -246,9 +254,16 @@ def test_the_guard_replaces_a_lost_nodes_pods_and_horovod_trains_again_without_t
             found["again"] = time.monotonic()  # the replacement launcher's ranks train
 
     result, log = real_run(
-        "horovod-mpi", "hvd", "--set", "worker=2", "--set", "benchmark.iterations=8", on_line=on_line, guarded=True
-    )
+        "horovod-mpi", "hvd", "--set", "worker=2", "--set", "benchmark.iterations=8",
+        "--set", "benchmark.batchesPerIter=5", "--set", "checkpoint.everySteps=5", *checkpoint_args,
+        on_line=on_line, before=claim, guarded=True,
+    )  # fmt: skip
     check_recovered(found, result, two_nodes)
     assert result.jobs == {"hvd-launcher": "Complete", "hvd-worker": "Complete"}
     checksums = re.findall(r"horovod_bench: rank \d final parameters sha256 ([0-9a-f]{64})", log)
     assert len(checksums) >= 2 and len(set(checksums[-2:])) == 1, checksums
+    resumed = [int(n) for n in re.findall(r"horovod_bench: resumed from iteration (\d+) ", log)]
+    assert resumed and resumed[-1] >= 1, (resumed, log[-3000:])
+    after = log.split("resumed from iteration")[-1]
+    assert f"iteration {resumed[-1]}: " in after and "iteration 0: " not in after, log[-3000:]
+    print(f"the retried launcher's ranks resumed from iteration {resumed[-1]} of 8 (lost at iteration 0)")
