@@ -12,11 +12,15 @@ weights: the same digest on every task proves the all-reduce reached all of them
 logs the digest of the variables it reads back from the PS tasks.
 TF1-style flags (--job_name --task_index --ps_hosts --worker_hosts) are accepted and checked against
 TF_CONFIG when the chart passes them (legacyFlags).
+With the chart's checkpoint volume (DL_CHECKPOINT_DIR) multi-worker-mirrored training keeps a tf.train.Checkpoint
+of the weights and the step every DL_CHECKPOINT_EVERY_STEPS steps, and a retry resumes from the last one:
+"bench_tf: resumed from step N".
 """
 import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -60,6 +64,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import tensorflow as tf  # noqa: E402
 
 CLASSES = 1000
+CHECKPOINTS = os.environ.get("DL_CHECKPOINT_DIR", "")
+EVERY = int(os.environ.get("DL_CHECKPOINT_EVERY_STEPS") or 0)
 
 
 def log(*parts):
@@ -121,28 +127,56 @@ def loss_and_update(variables, batch, size, lr=0.01):
     return loss
 
 
-def run_mirrored(args, leader):
+def mirrored_checkpoints(variables, done, leader, task):
+    """(the step to start from, save(step)): a tf.train.Checkpoint of the weights and the step counter ``done``.
+    Every task restores the leader's latest checkpoint. Saving is a collective under MultiWorkerMirroredStrategy,
+    so every task saves, as TensorFlow documents it: the leader into DL_CHECKPOINT_DIR (its CheckpointManager
+    keeps the last one), each other task into a folder of its own that it then deletes."""
+    checkpoint = tf.train.Checkpoint(done=done, variables=variables)
+    folder = CHECKPOINTS if leader else os.path.join(CHECKPOINTS, f".{task}")
+    manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=1)
+    latest = tf.train.latest_checkpoint(CHECKPOINTS)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        log(f"resumed from step {int(done.numpy())} ({latest})")
+    elif leader:
+        log(f"no checkpoint in {CHECKPOINTS}; saving one every {EVERY} steps")
+
+    def save(step):
+        done.assign(step)
+        manager.save()
+        if not leader:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    return int(done.numpy()), save
+
+
+def run_mirrored(args, leader, task):
     strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver_without_evaluator())
     replicas = strategy.num_replicas_in_sync
     with strategy.scope():
         variables = make_variables(args.width)
+        done = tf.Variable(0, dtype=tf.int64, trainable=False, name="done")
+    first, save = mirrored_checkpoints(variables, done, leader, task) if CHECKPOINTS else (0, None)
 
     @tf.function
     def step():
         loss = strategy.run(loss_and_update, args=(variables, args.batch_size, args.image_size))
         return strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
 
-    for _ in range(args.warmup_steps):
+    for _ in range(0 if first else args.warmup_steps):  # a resumed run goes on from its checkpoint
         step()
     start = time.perf_counter()
     every = max(1, args.steps // 10)
-    for i in range(args.steps):
+    for i in range(first, args.steps):
         loss = step()
         if (i + 1) % every == 0 or i + 1 == args.steps:  # the reduced loss: the same on every task
             log(f"step {i + 1}/{args.steps} loss {float(loss):.3f}")
+        if save and EVERY and (i + 1) % EVERY == 0 and i + 1 < args.steps:
+            save(i + 1)
     float(loss)  # wait for the last step
     elapsed = time.perf_counter() - start
-    total = args.steps * args.batch_size * replicas / elapsed
+    total = (args.steps - first) * args.batch_size * replicas / elapsed
     if leader:
         log(f"total throughput {total:.1f} images/s over {replicas} replica(s) "
             f"({total / replicas:.1f} per replica)")
@@ -213,7 +247,7 @@ def main():
         run_parameter_server(args, task_type, task_id)
     else:
         leader = task_type == "chief" or ("chief" not in cluster and task_type == "worker" and task_id == 0)
-        run_mirrored(args, leader)
+        run_mirrored(args, leader, f"{task_type}-{task_id}")
 
 
 if __name__ == "__main__":

@@ -102,10 +102,10 @@ def test_a_partition_healed_within_the_collective_timeout_lets_pytorch_finish(re
         found["healed"] = time.monotonic()
 
     on_line, found = fault_on_line(
-        two_nodes, real_run, "part", re.compile(r"^\[part-worker-0-\w+/worker\] bench_ddp: step 30/300 "), partition
+        two_nodes, real_run, "part", re.compile(r"^\[part-worker-0-\w+/worker\] bench_ddp: step 30/150 "), partition
     )
     result, log = real_run(
-        "pytorch-dist", "part", "--set", "worker=2", "--set", "benchmark.steps=300",
+        "pytorch-dist", "part", "--set", "worker=2", "--set", "benchmark.steps=150",
         "--set", f"collectiveTimeoutSeconds={TIMEOUT}", on_line=on_line,
     )  # fmt: skip
     assert "error" not in found, found
@@ -115,7 +115,7 @@ def test_a_partition_healed_within_the_collective_timeout_lets_pytorch_finish(re
     assert [(p.phase, p.exit_code) for p in result.pods] == [("Succeeded", 0)] * 2, result.pods  # no retry
     checksums = re.findall(r"bench_ddp: rank \d final parameters sha256 ([0-9a-f]{64})", log)
     assert len(checksums) == 2 and len(set(checksums)) == 1, checksums
-    print(f"partition of {found['node']} for 15 s at step 30/300; job {result.seconds:.0f}s, no pod failed")
+    print(f"partition of {found['node']} for 15 s at step 30/150; job {result.seconds:.0f}s, no pod failed")
 
 
 @pytest.fixture

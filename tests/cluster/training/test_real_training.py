@@ -202,16 +202,31 @@ def test_parameter_server_roles_stop_through_the_watchdog(
     print(f"chief finished at {chief_end:%H:%M:%S}; after it: " + "; ".join(report))
 
 
-def test_deleting_a_worker_mid_training_restarts_every_worker(
-    embedded_cluster: ClusterHandle, tensorflow_registry: str, namespace: str, kube_api: Kube, tmp_path: Path
+def test_deleting_a_worker_mid_training_restarts_every_worker_from_the_checkpoint(
+    embedded_cluster: ClusterHandle,
+    tensorflow_registry: str,
+    namespace: str,
+    kube_api: Kube,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     """A plain `kubectl delete pod` is no disruption (no DisruptionTarget condition), so it counts against the
     index's backoffLimitPerIndex. The deleted worker exits at once (the benchmark ends on SIGTERM), its peer's
     collectives abort (connection closed; a peer that vanishes silently is caught by the coordination
     service's heartbeats within 10 s), so the peer fails too, and the Job retries both indexes: training
-    restarts from step 0 and completes."""
-    steps = 300
-    values = merged(cpu_values(tensorflow_registry, workers=2), {"benchmark": {"steps": steps}})
+    resumes from the last checkpoint (the chart's checkpoint volume, a claim of a hostPath on the real nodes,
+    every 20 steps; the worker is deleted after step 60) and completes."""
+    steps, every = 300, 20
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    folder.chmod(0o777)  # the pods run as a user of their own
+    source = {"hostPath": {"path": str(folder), "type": "Directory"}}
+    volume = cluster_env.bound_claim(kube_api, namespace, "ckpt", source=source, access_modes=("ReadWriteMany",))
+    request.addfinalizer(lambda: cluster_env.delete_volume(kube_api, volume))
+    checkpoint = {"volume": {"persistentVolumeClaim": {"claimName": "ckpt"}}, "everySteps": every}
+    values = merged(
+        cpu_values(tensorflow_registry, workers=2), {"benchmark": {"steps": steps}, "checkpoint": checkpoint}
+    )
     release = install_release(kube_api, embedded_cluster, namespace, "tf-fault", values, tmp_path)
     selector = "batch.kubernetes.io/job-name=tf-fault-worker"
     # Logs are followed while the pods run: once worker 0 succeeds, the success policy deletes the other
@@ -278,6 +293,13 @@ def test_deleting_a_worker_mid_training_restarts_every_worker(
         assert f"step {steps}/{steps} loss" in text, text
         checksums.update(CHECKSUM.findall(text))
     assert len(checksums) == 1, checksums
+    # the retried leader resumed from a checkpoint taken before the delete (after step 60: 60, or 40 when the
+    # save of step 60 was cut off) and trained on from there, not from step 0
+    leader_log = log_of(retried[0])
+    resumed = [int(n) for n in re.findall(r"^bench_tf: resumed from step (\d+) ", leader_log, re.MULTILINE)]
+    assert resumed and resumed[0] in range(every, steps // 5 + every + 1, every), leader_log[-3000:]
+    first_logged = re.search(r"^bench_tf: step (\d+)/", leader_log, re.MULTILINE)
+    assert first_logged and int(first_logged[1]) > resumed[0], leader_log[-3000:]
 
     victim_end = main_state(seen["victim"]).get("terminated") if "victim" in seen else None
     conditions = {c["type"] for c in (seen.get("victim", {}).get("status") or {}).get("conditions") or []}
@@ -288,7 +310,7 @@ def test_deleting_a_worker_mid_training_restarts_every_worker(
         + (f"it exited {victim_end['exitCode']} at {victim_end['finishedAt']}; " if victim_end else "")
         + f"worker 0 failed {(when(survivor_end['finishedAt']) - deleted_at).total_seconds():.0f}s after the delete; "
         + f"retried pods created after {(restarted - deleted_at).total_seconds():.0f}s; "
-        + f"the Job completed (training from step 0 again) {decided:.0f}s after the delete; "
+        + f"the Job completed (resumed from step {resumed[0]}) {decided:.0f}s after the delete; "
         + f"Job status.failed {job['status']['failed']}"
     )
 
