@@ -13,6 +13,13 @@ from urllib.parse import quote, urlencode
 from dlcharts.errors import ClusterError
 
 
+def kind_key(api_version: str, kind: str) -> str:
+    """``Kind`` for the core group, else ``group/Kind`` (stable across versions of a group): how inventories name a
+    kind, whether from a resource list or an object's (or owner reference's) apiVersion."""
+    group = api_version.rpartition("/")[0]
+    return f"{group}/{kind}" if group else kind
+
+
 @dataclasses.dataclass(frozen=True)
 class ApiResource:
     group_version: str  # "v1", "batch/v1"
@@ -23,9 +30,7 @@ class ApiResource:
 
     @property
     def key(self) -> str:
-        """``Kind`` for the core group, else ``group/Kind`` (stable across versions of a group)."""
-        group = self.group_version.rpartition("/")[0]
-        return f"{group}/{self.kind}" if group else self.kind
+        return kind_key(self.group_version, self.kind)
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"

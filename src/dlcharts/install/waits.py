@@ -10,7 +10,7 @@ from typing import Any
 
 from dlcharts.errors import ClusterError
 from dlcharts.install.diagnostics import diagnostics
-from dlcharts.install.kube import Kube
+from dlcharts.install.kube import Kube, kind_key
 from dlcharts.install.state import (
     INSTANCE_LABEL,
     ReleaseState,
@@ -345,7 +345,11 @@ def release_leftovers(kube: Kube, namespace: str, release: str, before: Collecti
         meta = item.get("metadata") or {}
         labels = meta.get("labels") or {}
         # only owners in the namespace can be looked up here (a cluster-scoped one would always seem gone)
-        owners = [ref for ref in meta.get("ownerReferences") or [] if _resource_key(ref) in namespaced_kinds]
+        owners = [
+            ref
+            for ref in meta.get("ownerReferences") or []
+            if kind_key(str(ref.get("apiVersion", "")), str(ref.get("kind"))) in namespaced_kinds
+        ]
         if labels.get(INSTANCE_LABEL) == release:
             left.append(f"{key} (labelled {selector})")
         elif labels.get("owner") == "helm" and labels.get("name") == release:
@@ -356,12 +360,6 @@ def release_leftovers(kube: Kube, namespace: str, release: str, before: Collecti
             gone = ", ".join(f"{ref.get('kind')}/{ref.get('name')}" for ref in owners)
             left.append(f"{key} (its owner {gone} is gone)")
     return sorted(left)
-
-
-def _resource_key(ref: Mapping[str, Any]) -> str:
-    """An owner reference's kind as :attr:`ApiResource.key` spells it."""
-    group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-    return f"{group}/{ref.get('kind')}" if group else str(ref.get("kind"))
 
 
 def wait_uninstalled(
