@@ -447,6 +447,16 @@ def bound_claim(
     return pv_name
 
 
+def shared_folder_claim(kube: Kube, namespace: str, claim: str, folder: Path) -> str:
+    """A ReadWriteMany claim ``claim`` of ``folder`` (created, writable by any user: the pods run as one of their own),
+    a hostPath that every real node of the embedded cluster sees, as pods on several hosts see an NFS share; returns
+    the PV's name, for :func:`delete_volume`."""
+    folder.mkdir()
+    folder.chmod(0o777)
+    source = {"hostPath": {"path": str(folder), "type": "Directory"}}
+    return bound_claim(kube, namespace, claim, source=source, access_modes=("ReadWriteMany",))
+
+
 def delete_volume(kube: Kube, pv_name: str) -> None:
     kube.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
 

@@ -30,7 +30,7 @@ import pytest
 from dlcharts.cluster import ClusterHandle, faults, poll
 from dlcharts.host import procs
 from dlcharts.install import Kube
-from tests.support.cluster import bound_claim, delete_volume
+from tests.support.cluster import delete_volume, shared_folder_claim
 
 pytestmark = pytest.mark.cluster
 
@@ -126,12 +126,8 @@ def checkpoints(two_nodes: ClusterHandle, tmp_path: Path) -> Iterator[tuple[Call
     volumes: list[str] = []
 
     def claim(namespace: str) -> None:
-        folder = tmp_path / "checkpoints"
-        folder.mkdir()
-        folder.chmod(0o777)  # the pods run as a user of their own
-        source = {"hostPath": {"path": str(folder), "type": "Directory"}}
         with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
-            volumes.append(bound_claim(kube, namespace, "ckpt", source=source, access_modes=("ReadWriteMany",)))
+            volumes.append(shared_folder_claim(kube, namespace, "ckpt", tmp_path / "checkpoints"))
 
     yield claim, ["--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt"]
     with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:

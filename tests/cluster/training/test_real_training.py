@@ -217,11 +217,7 @@ def test_deleting_a_worker_mid_training_restarts_every_worker_from_the_checkpoin
     resumes from the last checkpoint (the chart's checkpoint volume, a claim of a hostPath on the real nodes,
     every 20 steps; the worker is deleted after step 60) and completes."""
     steps, every = 300, 20
-    folder = tmp_path / "checkpoints"
-    folder.mkdir()
-    folder.chmod(0o777)  # the pods run as a user of their own
-    source = {"hostPath": {"path": str(folder), "type": "Directory"}}
-    volume = cluster_env.bound_claim(kube_api, namespace, "ckpt", source=source, access_modes=("ReadWriteMany",))
+    volume = cluster_env.shared_folder_claim(kube_api, namespace, "ckpt", tmp_path / "checkpoints")
     request.addfinalizer(lambda: cluster_env.delete_volume(kube_api, volume))
     checkpoint = {"volume": {"persistentVolumeClaim": {"claimName": "ckpt"}}, "everySteps": every}
     values = merged(
