@@ -233,17 +233,19 @@ def test_the_guard_replaces_a_lost_nodes_pods_and_horovod_resumes_from_its_check
     real_run, two_nodes, checkpoints
 ) -> None:
     """horovod-mpi (a launcher and two sshd workers, spread over the two nodes) with a checkpoint volume; the other
-    node is lost at the first iteration and stays lost. The guard deletes its pods and evicts the others, the
+    node is lost once iteration 1 is reported and stays lost. The guard deletes its pods and evicts the others, the
     launcher's retry runs on the replacements, and within RECOVERED_WITHIN s of the loss its ranks train again from
     the iteration rank 0 saved last (every iteration: 1 or later); the job completes on the one node left, both
-    ranks ending with the same parameters."""
+    ranks ending with the same parameters. Rank 0 saves right after it reports an iteration, and may run on the node
+    that is lost: losing it at iteration 0's report could cut off the first save (CI saw that), at iteration 1's it
+    cannot, as rank 0 reports iteration 1 only after that save is in place."""
     found, first = lose_the_other_node(two_nodes, real_run, "hvd")
     claim, checkpoint_args = checkpoints
-    iteration = re.compile(r"^\[(hvd-launcher-0-\w+)/launcher\] \[1,0\]<stdout>:iteration \d+: ")
+    iteration = re.compile(r"^\[(hvd-launcher-0-\w+)/launcher\] \[1,0\]<stdout>:iteration (\d+): ")
 
     def on_line(line: str) -> None:
         match = iteration.match(line)
-        if match and "go" not in found:
+        if match and "go" not in found and match[2] == "1":
             found["go"] = True
             found["start"]()
         elif match and "lost" in found and "again" not in found and match[1] not in first:
@@ -262,4 +264,4 @@ def test_the_guard_replaces_a_lost_nodes_pods_and_horovod_resumes_from_its_check
     assert resumed and resumed[-1] >= 1, (resumed, log[-3000:])
     after = log.split("resumed from iteration")[-1]
     assert f"iteration {resumed[-1]}: " in after and "iteration 0: " not in after, log[-3000:]
-    print(f"the retried launcher's ranks resumed from iteration {resumed[-1]} of 8 (lost at iteration 0)")
+    print(f"the retried launcher's ranks resumed from iteration {resumed[-1]} of 8 (lost at iteration 1)")
