@@ -6,11 +6,17 @@ discovery: mpi4py), then deepspeed.initialize() builds the engine from the ds_co
 end a checksum of the final parameters: with data parallelism every rank must end with the same parameters, so
 equal checksums prove the gradients really went through the collectives. Rank 0 prints Katib-style metric lines
 (name=value).
+
+With DL_CHECKPOINT_DIR (the chart's checkpoint volume) every rank saves with DeepSpeed's own save_checkpoint (a tag
+per save, the step in its client state, ZeRO's partitions written by the rank that holds them) every
+DL_CHECKPOINT_EVERY_STEPS steps, and a retried job resumes from the tag in the folder's `latest` file with
+load_checkpoint: "ds-bench: resumed from step N". Rank 0 keeps only the newest tag.
 """
 
 import argparse
 import hashlib
 import os
+import shutil
 import socket
 import time
 
@@ -48,6 +54,29 @@ def checksum(net: torch.nn.Module) -> tuple[str, float]:
     return digest.hexdigest()[:16], total
 
 
+def restore(engine: deepspeed.DeepSpeedEngine, folder: str | None, every: int) -> int:
+    """The step to start from: the one saved in ``folder``'s latest tag (loaded into the engine), else 0."""
+    if not folder:
+        return 0
+    os.makedirs(folder, exist_ok=True)
+    loaded, state = engine.load_checkpoint(folder)
+    if loaded is None:
+        print(f"ds-bench: no checkpoint in {folder}; saving one every {every} steps", flush=True)
+        return 0
+    print(f"ds-bench: resumed from step {state['step']} ({loaded})", flush=True)
+    return int(state["step"])
+
+
+def save(engine: deepspeed.DeepSpeedEngine, folder: str, step: int, rank: int) -> None:
+    """A collective save of ``step``; once every rank has written it, rank 0 removes the older tags."""
+    tag = f"step-{step}"
+    engine.save_checkpoint(folder, tag=tag, client_state={"step": step})
+    if rank == 0:
+        for old in os.listdir(folder):
+            if old.startswith("step-") and old != tag:
+                shutil.rmtree(os.path.join(folder, old), ignore_errors=True)
+
+
 def main() -> None:
     args = parse_args()
     host = socket.gethostname()
@@ -66,11 +95,14 @@ def main() -> None:
     stage = engine.zero_optimization_stage()
     if rank == 0:
         print(f"ds-bench: ZeRO stage {stage}, micro batch {batch} per rank, {world} ranks", flush=True)
+    folder, every = os.environ.get("DL_CHECKPOINT_DIR"), int(os.environ.get("DL_CHECKPOINT_EVERY_STEPS") or 0)
+    total = args.warmup_steps + args.steps
+    first = restore(engine, folder, every)
     gen = torch.Generator().manual_seed(args.seed + 1 + rank)  # each rank its own data
     loss_fn = torch.nn.CrossEntropyLoss()
     loss = torch.zeros(())
     started = time.monotonic()
-    for step in range(args.warmup_steps + args.steps):
+    for step in range(first, total):
         if step == args.warmup_steps:
             started = time.monotonic()
         x = torch.randn(batch, args.hidden, generator=gen)
@@ -79,13 +111,16 @@ def main() -> None:
         engine.backward(loss)
         engine.step()
         if rank == 0 and (step == 0 or (step + 1) % 10 == 0):
-            print(f"ds-bench: step {step + 1}/{args.warmup_steps + args.steps} loss {loss.item():.4f}", flush=True)
+            print(f"ds-bench: step {step + 1}/{total} loss {loss.item():.4f}", flush=True)
+        if folder and every and (step + 1) % every == 0 and step + 1 < total:
+            save(engine, folder, step + 1, rank)
     elapsed = time.monotonic() - started
+    timed = total - max(first, args.warmup_steps)
     digest, total = checksum(engine.module)
     print(f"ds-bench: rank {rank} on {host} final parameters checksum {digest} sum {total:.6f}", flush=True)
     if rank == 0:
-        samples = batch * world * args.steps / elapsed
-        print(f"ds-bench: {samples:.1f} samples/s over {world} ranks ({elapsed:.2f}s for {args.steps} steps)")
+        samples = batch * world * timed / elapsed
+        print(f"ds-bench: {samples:.1f} samples/s over {world} ranks ({elapsed:.2f}s for {timed} steps)")
         print(f"loss={loss.item():.6f}")
         print(f"samples_per_second={samples:.2f}", flush=True)
     dist.barrier()
