@@ -28,7 +28,7 @@ from dlcharts.suite import (
     Scenario,
     all_scenarios,
     chart_name,
-    check_rendered,
+    check_requests,
     check_scenario,
     discover_charts,
     ignored_ci_warnings,
@@ -258,18 +258,10 @@ def _validation_cases(
     if args.values or args.set or args.api_versions:
         chart = _one_chart(args.path, "-f, --set and --api-versions apply to one chart")
         requests = [_request(args, chart, v) for v in versions]
-        exempt = exemptions.get(chart_name(chart), [])
-        levels = settings.levels(chart_name(chart))
-
-        def custom() -> list[Finding]:  # schemas for each version, policies on the newest
-            findings = []
-            for request in requests:
-                rendered = renderer.render(request)
-                findings += check_rendered(rendered, exempt, request is requests[-1], levels)
-                findings += levels.apply(check(rendered)) if check is not None else []
-            return findings
-
-        cases = [(f"{chart_name(chart)} (custom values)", chart, custom)]
+        name = chart_name(chart)
+        custom = functools.partial(check_requests, renderer, requests, exemptions.get(name, []), check,
+                                   settings.levels(name))  # fmt: skip
+        cases = [(f"{name} (custom values)", chart, custom)]
         scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
     else:
         scenarios = all_scenarios(Path(args.path))

@@ -273,18 +273,19 @@ def render(chart_renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="session")
 def find_problems(
-    exemptions: dict[str, list[Exemption]], dlcharts_config: Callable[[Path], Config]
+    exemptions: dict[str, list[Exemption]], dlcharts_config: Callable[[Path], Config], chart_renderer: Renderer
 ) -> Callable[..., list[Finding]]:
     """``find_problems(rendered, policies=True)`` -> schema and policy findings (the chart's exemptions applied),
-    each at its level (``finding.level``: error or warning; policies configured off do not run). A check that could
-    not run for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``)."""
+    each at its level (``finding.level``: error or warning; policies configured off do not run): the checks ``dlcharts
+    validate`` runs, names also on the render's request with a 40-character release name. A check that could not run
+    for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``)."""
     from dlcharts.suite import chart_name, check_rendered
 
     def _find(rendered: Rendered, policies: bool = True) -> list[Finding]:
         chart = rendered.request.chart
         settings = dlcharts_config(chart)
         name = chart_name(chart)
-        findings = check_rendered(rendered, exemptions.get(name, []), policies, settings.levels(name))
+        findings = check_rendered(chart_renderer, rendered, exemptions.get(name, []), policies, settings.levels(name))
         _missing_checks(rendered, settings)
         return findings
 
