@@ -262,7 +262,7 @@ def _validation_cases(
         custom = functools.partial(check_requests, renderer, requests, exemptions.get(name, []), check,
                                    settings.levels(name))  # fmt: skip
         cases = [(f"{name} (custom values)", chart, custom)]
-        scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
+        scenarios = all_scenarios(chart)  # what the exemptions are judged on, as without -f and in the plugin
     else:
         scenarios = all_scenarios(Path(args.path))
         for warning in ignored_ci_warnings(discover_charts(Path(args.path))):
