@@ -50,14 +50,16 @@ exit codes:
      could not render, a snapshot mismatch, a stale policy exemption (one that covers nothing, or names a chart or
      object that is not there), a check that could not run in this install (validate: NOT CHECKED in the summary
      line; --allow-missing-checks or missing-checks = "warning" makes it information)
-  2  usage or environment error (a bad path, option or file; helm missing): nothing was checked
+  2  usage or environment error (a bad path, option or file; a helm missing that could not be installed): nothing
+     was checked
   3  internal error: a bug in dlcharts, never a finding; please report it with the traceback
 
 environment (an option on the command line beats them):
   HELM_BIN            a helm binary (>= v3.18.0) to use instead of a pinned one; --helm beats it
   DLCHARTS_HELM       the pinned helm used when neither --helm nor HELM_BIN is given (default {toolchain.DEFAULT_HELM})
-  DLCHARTS_TOOLS_DIR  where the pinned helm/kubectl live (`dlcharts tools` installs there); default: .tools/ of
-                      the dl-charts checkout for an editable install, else $DLCHARTS_CACHE/tools
+  DLCHARTS_TOOLS_DIR  where the pinned helm/kubectl live (`dlcharts tools` installs there, as does the first run
+                      that needs a pinned helm); default: .tools/ of the dl-charts checkout for an editable
+                      install, else $DLCHARTS_CACHE/tools
   DLCHARTS_CACHE      the cache folder (default ~/.cache/dlcharts): renders/, tools/, bin/, clusters/
 """
 

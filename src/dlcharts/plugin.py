@@ -13,14 +13,16 @@ A chart author's whole test file can be::
 
 The plugin is quiet in a session that does not use it: it loads with every pytest session of the environment, so
 its hooks import nothing beyond pytest and start nothing, and each fixture imports what it needs when first used.
-Nothing is ever built here (``dlcharts tools`` or ``make tools`` builds the Go helpers); a session's renderer and
-validator are located when first used, in each pytest-xdist worker. A check that cannot run (dlcharts.checks) fails
+Nothing is ever built here (``dlcharts tools`` or ``make tools`` builds the Go helpers), but a pinned helm that is
+missing is installed when first used, as the CLI installs it; a session's renderer and validator are located when
+first used, in each pytest-xdist worker. A check that cannot run (dlcharts.checks) fails
 ``assert_valid`` and ``find_problems`` with the reason, or, where the author's configuration says
 ``missing-checks = "warning"``, is a pytest warning; the terminal summary names it either way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sys
 import warnings
@@ -106,12 +108,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def helm(pytestconfig: pytest.Config) -> Helm:
-    """The verified helm binary this session renders with."""
+    """The verified helm binary this session renders with; a pinned one that is missing is installed first (on a
+    first run), its line on the terminal, not in a test's captured output."""
     from dlcharts.errors import DLChartsError
     from dlcharts.helm import find_helm
 
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
-        return find_helm(pytestconfig.getoption("--dlcharts-helm"))
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            return find_helm(pytestconfig.getoption("--dlcharts-helm"))
     except DLChartsError as exc:
         pytest.fail(str(exc), pytrace=False)
 
