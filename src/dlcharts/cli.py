@@ -28,7 +28,7 @@ from dlcharts.suite import (
     Scenario,
     all_scenarios,
     chart_name,
-    check_rendered,
+    check_requests,
     check_scenario,
     discover_charts,
     ignored_ci_warnings,
@@ -50,14 +50,16 @@ exit codes:
      could not render, a snapshot mismatch, a stale policy exemption (one that covers nothing, or names a chart or
      object that is not there), a check that could not run in this install (validate: NOT CHECKED in the summary
      line; --allow-missing-checks or missing-checks = "warning" makes it information)
-  2  usage or environment error (a bad path, option or file; helm missing): nothing was checked
+  2  usage or environment error (a bad path, option or file; a helm missing that could not be installed): nothing
+     was checked
   3  internal error: a bug in dlcharts, never a finding; please report it with the traceback
 
 environment (an option on the command line beats them):
   HELM_BIN            a helm binary (>= v3.18.0) to use instead of a pinned one; --helm beats it
   DLCHARTS_HELM       the pinned helm used when neither --helm nor HELM_BIN is given (default {toolchain.DEFAULT_HELM})
-  DLCHARTS_TOOLS_DIR  where the pinned helm/kubectl live (`dlcharts tools` installs there); default: .tools/ of
-                      the dl-charts checkout for an editable install, else $DLCHARTS_CACHE/tools
+  DLCHARTS_TOOLS_DIR  where the pinned helm/kubectl live (`dlcharts tools` installs there, as does the first run
+                      that needs a pinned helm); default: .tools/ of the dl-charts checkout for an editable
+                      install, else $DLCHARTS_CACHE/tools
   DLCHARTS_CACHE      the cache folder (default ~/.cache/dlcharts): renders/, tools/, bin/, clusters/
 """
 
@@ -258,19 +260,11 @@ def _validation_cases(
     if args.values or args.set or args.api_versions:
         chart = _one_chart(args.path, "-f, --set and --api-versions apply to one chart")
         requests = [_request(args, chart, v) for v in versions]
-        exempt = exemptions.get(chart_name(chart), [])
-        levels = settings.levels(chart_name(chart))
-
-        def custom() -> list[Finding]:  # schemas for each version, policies on the newest
-            findings = []
-            for request in requests:
-                rendered = renderer.render(request)
-                findings += check_rendered(rendered, exempt, request is requests[-1], levels)
-                findings += levels.apply(check(rendered)) if check is not None else []
-            return findings
-
-        cases = [(f"{chart_name(chart)} (custom values)", chart, custom)]
-        scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted
+        name = chart_name(chart)
+        custom = functools.partial(check_requests, renderer, requests, exemptions.get(name, []), check,
+                                   settings.levels(name))  # fmt: skip
+        cases = [(f"{name} (custom values)", chart, custom)]
+        scenarios = all_scenarios(chart)  # what the exemptions are judged on, as without -f and in the plugin
     else:
         scenarios = all_scenarios(Path(args.path))
         for warning in ignored_ci_warnings(discover_charts(Path(args.path))):

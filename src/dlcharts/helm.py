@@ -81,8 +81,10 @@ def find_helm(key: str | None = None) -> Helm:
     """The helm to use. First match wins: the pinned binary ``key`` (``--helm``), ``$HELM_BIN``, the pinned
     binary ``$DLCHARTS_HELM``, the pinned Helm 4 (``toolchain.DEFAULT_HELM``).
 
-    A pinned binary that is missing is a clear error naming the install command; ``$HELM_BIN`` pointing at a
-    helm older than 3.18 is refused, because values.schema.json features we rely on need it.
+    A pinned binary that is missing is installed into the tools folder first (``toolchain.install``, what ``dlcharts
+    tools`` runs), saying so on stderr; where that fails, the error names the fixes. ``$HELM_BIN`` is used as it is
+    (nothing is installed for it); one older than helm 3.18 is refused, because values.schema.json features we rely
+    on need it.
     """
     override = os.environ.get("HELM_BIN")
     if override and key is None:
@@ -101,14 +103,24 @@ def find_helm(key: str | None = None) -> Helm:
         raise ToolchainError(f"unknown helm {named!r}; choose one of: {', '.join(toolchain.HELM_MATRIX)}")
     path = toolchain.binary_path(key)
     if not path.is_file():
-        raise ToolchainError(
-            f"{key} is not installed at {path}; install it with `dlcharts tools {key}`, "
-            f"or set DLCHARTS_TOOLS_DIR to the folder that holds {key}/helm"
-        )
+        _install(key, path)
     version = probe_version(path)
     if version != tool.version:
         raise ToolchainError(f"{path} reports {version}, expected {tool.version}; reinstall it: `dlcharts tools {key}`")
     return Helm(path, version)
+
+
+def _install(key: str, path: Path) -> None:
+    """Install the pinned helm ``key`` at ``path`` as ``dlcharts tools KEY`` does, on a first run (pre-commit installs
+    its hooks so); where that fails (offline), an error naming what was tried and the fixes."""
+    try:
+        toolchain.install([key])
+    except (ToolchainError, OSError) as exc:
+        raise ToolchainError(
+            f"{key} is not installed at {path}, and installing it failed: {exc}; install it with "
+            f"`dlcharts tools {key}` where pip reaches its index (PyPI, or a mirror in PIP_INDEX_URL), or set "
+            f"DLCHARTS_TOOLS_DIR to a folder that holds {key}/helm, or HELM_BIN to a helm binary (>= v3.18.0)"
+        ) from None
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

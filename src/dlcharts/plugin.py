@@ -13,14 +13,16 @@ A chart author's whole test file can be::
 
 The plugin is quiet in a session that does not use it: it loads with every pytest session of the environment, so
 its hooks import nothing beyond pytest and start nothing, and each fixture imports what it needs when first used.
-Nothing is ever built here (``dlcharts tools`` or ``make tools`` builds the Go helpers); a session's renderer and
-validator are located when first used, in each pytest-xdist worker. A check that cannot run (dlcharts.checks) fails
+Nothing is ever built here (``dlcharts tools`` or ``make tools`` builds the Go helpers), but a pinned helm that is
+missing is installed when first used, as the CLI installs it; a session's renderer and validator are located when
+first used, in each pytest-xdist worker. A check that cannot run (dlcharts.checks) fails
 ``assert_valid`` and ``find_problems`` with the reason, or, where the author's configuration says
 ``missing-checks = "warning"``, is a pytest warning; the terminal summary names it either way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sys
 import warnings
@@ -106,12 +108,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def helm(pytestconfig: pytest.Config) -> Helm:
-    """The verified helm binary this session renders with."""
+    """The verified helm binary this session renders with; a pinned one that is missing is installed first (on a
+    first run), its line on the terminal, not in a test's captured output."""
     from dlcharts.errors import DLChartsError
     from dlcharts.helm import find_helm
 
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
-        return find_helm(pytestconfig.getoption("--dlcharts-helm"))
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            return find_helm(pytestconfig.getoption("--dlcharts-helm"))
     except DLChartsError as exc:
         pytest.fail(str(exc), pytrace=False)
 
@@ -273,18 +278,19 @@ def render(chart_renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="session")
 def find_problems(
-    exemptions: dict[str, list[Exemption]], dlcharts_config: Callable[[Path], Config]
+    exemptions: dict[str, list[Exemption]], dlcharts_config: Callable[[Path], Config], chart_renderer: Renderer
 ) -> Callable[..., list[Finding]]:
     """``find_problems(rendered, policies=True)`` -> schema and policy findings (the chart's exemptions applied),
-    each at its level (``finding.level``: error or warning; policies configured off do not run). A check that could
-    not run for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``)."""
+    each at its level (``finding.level``: error or warning; policies configured off do not run): the checks ``dlcharts
+    validate`` runs, names also on the render's request with a 40-character release name. A check that could not run
+    for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``)."""
     from dlcharts.suite import chart_name, check_rendered
 
     def _find(rendered: Rendered, policies: bool = True) -> list[Finding]:
         chart = rendered.request.chart
         settings = dlcharts_config(chart)
         name = chart_name(chart)
-        findings = check_rendered(rendered, exemptions.get(name, []), policies, settings.levels(name))
+        findings = check_rendered(chart_renderer, rendered, exemptions.get(name, []), policies, settings.levels(name))
         _missing_checks(rendered, settings)
         return findings
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,11 @@ KUBE_VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.
 # Names must fit with a release name this long (Helm allows 53; 40 is what real teams use).
 LONG_RELEASE = "a-forty-character-release-name-for-tests"
 assert len(LONG_RELEASE) == 40
+LONG_RELEASE_HINT = (
+    f"hint: names are also checked on a render with the release name {LONG_RELEASE} (Helm allows 53 characters), "
+    "and the chart refused that render; it took the release asked for. Values that name a release (such as "
+    "<release>-worker) hold for that release only: let the chart derive them from .Release.Name"
+)
 _DIRECTIVE_RE = re.compile(r"^#\s*@dlcharts\s+([a-z-]+)\s*:\s*(.*)$")
 
 
@@ -168,21 +173,69 @@ def all_scenarios(root: Path) -> list[Scenario]:
 
 
 def check_rendered(
-    rendered: Rendered, exemptions: Iterable[Exemption] = (), policies: bool = True, levels: Levels | None = None
+    renderer: Renderer,
+    rendered: Rendered,
+    exemptions: Iterable[Exemption] = (),
+    policies: bool = True,
+    levels: Levels | None = None,
 ) -> list[Finding]:
-    """Schema findings for the render's Kubernetes version, plus policy findings the exemptions leave. With
-    ``levels`` (dlcharts.config), each finding gets its level and the policies that are off do not run; without, a
-    policy finding is an error."""
+    """Every finding for one render, the verdict every entry point gives (a scenario, ``-f``/``--set`` values, the
+    pytest plugin's ``assert_valid`` and ``find_problems``): schema findings for the render's Kubernetes version, plus
+    (with ``policies``) the policy findings of ``policy_findings``, all that the exemptions leave. With ``levels``
+    (dlcharts.config), each finding gets its level and the policies that are off do not run; without, a policy
+    finding is an error."""
     exempt = list(exemptions)
     findings = exempted(validate_objects(rendered, rendered.request.kube_version), exempt)
     if policies:
-        findings += run_policies(rendered, exempt, _running(levels))
+        findings += policy_findings(renderer, rendered, exempt, _running(levels))
     return levels.apply(findings) if levels is not None else findings
 
 
 def _running(levels: Levels | None) -> list[str] | None:
     """The checks to run at ``levels`` (None: all)."""
     return None if levels is None else levels.running(CHECKS)
+
+
+def policy_findings(
+    renderer: Renderer, rendered: Rendered, exemptions: Iterable[Exemption] = (), checks: list[str] | None = None
+) -> list[Finding]:
+    """The findings of ``checks`` (None: every check) on ``rendered`` that the exemptions leave; names (``dns-names``)
+    also on the same request rendered with a 40-character release name, so a name that fits with the render's
+    release but not with a real team's is caught whatever release the render used."""
+    exempt = list(exemptions)
+    findings = run_policies(rendered, exempt, checks)
+    if checks is None or "dns-names" in checks:
+        try:
+            long_name = renderer.render(dataclasses.replace(rendered.request, release=LONG_RELEASE))
+        except RenderError as exc:
+            raise RenderError(exc.chart, exc.inputs, f"{exc.stderr}\n{LONG_RELEASE_HINT}") from None
+        findings += [
+            dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
+            for f in run_policies(long_name, exempt, checks=["dns-names"])
+        ]
+    return findings
+
+
+def check_requests(
+    renderer: Renderer,
+    requests: Sequence[RenderRequest],
+    exemptions: Iterable[Exemption] = (),
+    server: Callable[[Rendered], list[Finding]] | None = None,
+    levels: Levels | None = None,
+) -> list[Finding]:
+    """Every finding for one chart's values rendered for several Kubernetes versions (``requests``, the newest
+    last): ``check_rendered`` on each render, policies on the newest only. ``server``
+    (dlcharts.cluster.server_check.ServerCheck.findings) adds an API server's verdict on each render. ``levels`` as
+    for ``check_rendered``."""
+    exempt = list(exemptions)
+    findings: list[Finding] = []
+    for number, request in enumerate(requests, 1):
+        rendered = renderer.render(request)
+        findings += check_rendered(renderer, rendered, exempt, number == len(requests), levels)
+        if server is not None:
+            found = server(rendered)
+            findings += levels.apply(found) if levels is not None else found
+    return findings
 
 
 def check_scenario(
@@ -195,49 +248,16 @@ def check_scenario(
     server: Callable[[Rendered], list[Finding]] | None = None,
     levels: Levels | None = None,
 ) -> list[Finding]:
-    """Every finding for one scenario: schemas for each Kubernetes version, policies on the newest render and
-    on a render with a 40-character release name. ``release``/``namespace`` beat the scenario's own. ``server``
-    (dlcharts.cluster.server_check.ServerCheck.findings) adds an API server's verdict on each version's render.
-    ``levels`` as for ``check_rendered``."""
-    versions = list(kube_versions)
-    exempt = list(exemptions)
-    findings: list[Finding] = []
-    for version in versions:
-        rendered = renderer.render(scenario.request(version, release, namespace))
-        findings += exempted(validate_objects(rendered, version), exempt)
-        if server is not None:
-            findings += server(rendered)
-    findings += scenario_policy_findings(renderer, scenario, versions[-1], exempt, release, namespace, levels)
-    return levels.apply(findings) if levels is not None else findings
+    """Every finding for one scenario (``check_requests`` on its render for each Kubernetes version);
+    ``release``/``namespace`` beat the scenario's own."""
+    requests = [scenario.request(version, release, namespace) for version in kube_versions]
+    return check_requests(renderer, requests, exemptions, server, levels)
 
 
 def exempted(findings: Iterable[Finding], exemptions: Iterable[Exemption]) -> list[Finding]:
     """The findings no exemption covers (only policy findings and ``no-schema`` ones can be covered)."""
     exempt = list(exemptions)
     return [f for f in findings if not any(e.covers(f) for e in exempt)]
-
-
-def scenario_policy_findings(
-    renderer: Renderer,
-    scenario: Scenario,
-    kube_version: str = KUBE_VERSIONS[-1],
-    exemptions: Iterable[Exemption] = (),
-    release: str | None = None,
-    namespace: str | None = None,
-    levels: Levels | None = None,
-) -> list[Finding]:
-    """The policy findings of one scenario the exemptions leave: every check (that ``levels`` leaves on) on the
-    render for ``kube_version``, names also on a render with a 40-character release name."""
-    exempt = list(exemptions)
-    running = _running(levels)
-    findings = run_policies(renderer.render(scenario.request(kube_version, release, namespace)), exempt, running)
-    if running is None or "dns-names" in running:
-        long_name = renderer.render(scenario.request(kube_version, LONG_RELEASE, namespace))
-        findings += [
-            dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
-            for f in run_policies(long_name, exempt, checks=["dns-names"])
-        ]
-    return levels.apply(findings) if levels is not None else findings
 
 
 def namespace_hint(error: RenderError) -> str:
@@ -280,20 +300,11 @@ def stale_exemptions(
         if not chart_exemptions:
             continue
         try:
-            found = [
-                f
-                for s in chart_scenarios
-                for f in scenario_policy_findings(renderer, s, kube_version, (), release, namespace)
-            ]
+            renders = [renderer.render(s.request(kube_version, release, namespace)) for s in chart_scenarios]
+            found = [f for rendered in renders for f in policy_findings(renderer, rendered)]
             if any(e.check in SCHEMA_CHECKS for e in chart_exemptions):
-                found += [
-                    f
-                    for s in chart_scenarios
-                    for f in validate_objects(
-                        renderer.render(s.request(kube_version, release, namespace)), kube_version
-                    )
-                    if f.check in SCHEMA_CHECKS
-                ]
+                schema = [f for rendered in renders for f in validate_objects(rendered, kube_version)]
+                found += [f for f in schema if f.check in SCHEMA_CHECKS]
         except RenderError:
             continue
         names = ", ".join(s.name for s in chart_scenarios)

