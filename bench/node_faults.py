@@ -55,6 +55,7 @@ class Case:
     helm_args: tuple[str, ...]
     step: str  # a log line of a training step, after which the fault comes
     victim: tuple[str, int]  # the role and index whose node the fault hits
+    shown: str = ""  # the args as the tables show them, when they are too long to read
 
 
 CHARTS: dict[str, Case] = {
@@ -92,7 +93,8 @@ GUARDED: dict[str, Case] = {
                         r"<stdout>:iteration 1:", ("worker", 1)),
     "cntk-dist": Case("cntk-dist", ("--set", "worker=2", "--set-json",
                                     f"cntk.python.command={json.dumps(mpi4py_program(120, 0.5))}"),
-                      r"mpi4py: step 10/", ("worker", 1)),
+                      r"mpi4py: step 10/", ("worker", 1),
+                      "--set worker=2 --set-json cntk.python.command=<mpi4py allreduce: 120 steps, 0.5 s apart>"),
     "jax-dist": Case("jax-dist", ("--set", "worker=2", "--set", "benchmark.steps=300"), r"bench_jax: step 30/",
                      ("worker", 1)),
     "deepspeed-dist": Case("deepspeed-dist", ("--set", "worker=2", "--set", "benchmark.steps=60",
@@ -301,6 +303,7 @@ def report(runs: list[dict[str, Any]]) -> None:
 GUARDED_COLUMNS = [
     model.column("case", align="left"),
     model.column("values", align="left"),
+    model.column("lost at", align="left"),
     model.column("lost with the node", align="left"),
     model.column("NotReady s", "{:.0f}"),
     model.column("evicted s", "{:.0f}"),
@@ -313,6 +316,12 @@ GUARDED_COLUMNS = [
 ]
 
 
+def lost_at(case: Case) -> str:
+    """The step of ``case`` at which the node is lost, as a reader says it (step 30, iteration 1)."""
+    found = re.search(r"(step|iteration) \d+", case.step)
+    return found[0] if found else case.step
+
+
 def guarded_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
     def resumed(r: dict[str, Any]) -> str:
         unit = "iteration" if r["chart"] == "horovod-mpi" else "step"
@@ -320,8 +329,10 @@ def guarded_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
 
     return [
         [
-            r["case"], f"`{r['args']}`", ", ".join(r.get("held") or []), r["not_ready_s"], r["evicted_s"],
-            r["guard_deleted_s"], r["again_s"], resumed(r), r["verdict"], r["verdict_s"], r["load_before"]["1m"],
+            r["case"], f"`{GUARDED[r['case']].shown or r['args']}`", lost_at(GUARDED[r["case"]]),
+            ", ".join(r.get("held") or []),
+            r["not_ready_s"], r["evicted_s"], r["guard_deleted_s"], r["again_s"], resumed(r), r["verdict"],
+            r["verdict_s"], r["load_before"]["1m"],
         ]
         for r in runs
     ]  # fmt: skip
