@@ -39,12 +39,17 @@ def delete_worker(kube: Kube, namespace: str) -> dict[str, Any]:
 
 def node_loser(handle: ClusterHandle, lost: list[RealNode]) -> Inject:
     """The fault ``node-lost``: the real node of :func:`victim` is lost (its pods cut off, then every process of
-    the node killed: dlcharts.cluster.faults.lose), and appended to ``lost`` for the restore."""
+    the node killed: dlcharts.cluster.faults.lose), and appended to ``lost`` for the restore. Never the first real
+    node, which holds `dlcharts run`'s relay to the API server (run.api_relay; a real cluster's API server is on no
+    worker node): when the victim is there, the node of another pod of the job is lost instead."""
+    relay_node = handle.real_node["name"] if handle.real_node else None
 
     def lose(kube: Kube, namespace: str) -> dict[str, Any]:
         pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
         name = victim(pods)
         nodes = {str(p["metadata"]["name"]): (p.get("spec") or {}).get("nodeName") for p in pods}
+        if nodes.get(name or "") == relay_node:
+            name = next((p for p, n in sorted(nodes.items()) if n and n != relay_node), name)
         node = nodes.get(name or "")
         if not node:
             return {"victim": name, "error": "the victim has no node"}
