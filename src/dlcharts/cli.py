@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from dlcharts import __version__, checks, config, native, output, render_server, toolchain
 from dlcharts.errors import DLChartsError, ManifestError, RenderError, SchemaError, read_yaml
-from dlcharts.findings import OFF, Finding, merged, report
+from dlcharts.findings import OFF, Finding, distinct, merged, report
 from dlcharts.helm import HELM_OPTION_HELP, find_helm
 from dlcharts.policies import Exemption, load_exemptions
 from dlcharts.render import Renderer, RenderRequest, default_cache_dir
@@ -267,7 +267,7 @@ def _validation_cases(
                 rendered = renderer.render(request)
                 findings += check_rendered(rendered, exempt, request is requests[-1], levels)
                 findings += levels.apply(check(rendered)) if check is not None else []
-            return findings
+            return distinct(findings)
 
         cases = [(f"{chart_name(chart)} (custom values)", chart, custom)]
         scenarios: list[Scenario] = []  # custom values say nothing about what the scenarios need exempted

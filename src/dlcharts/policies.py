@@ -426,6 +426,9 @@ def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
                 msg = f"pod hostname {pod_name!r} of the last replica must be a DNS-1123 label (at most 63 characters)"
                 yield _finding(obj, ["metadata", "name"], msg, "dns-names")
         yield from _label_values(obj, ["metadata", "labels"], (obj.body.get("metadata") or {}).get("labels") or {})
+        selector = _selector_label_map(obj)
+        if selector is not None:
+            yield from _label_values(obj, *selector)
         for pod in pod_specs(obj):
             yield from _label_values(obj, [*pod.path[:-1], "metadata", "labels"], pod.labels)
             for field in ("hostname", "subdomain"):
@@ -463,6 +466,24 @@ def _name_problem(kind: str, name: str) -> str:
     if limit is not None and len(name) > limit:
         return f"has {len(name)} characters; the API server refuses a {kind} name over {limit}"
     return ""
+
+
+def _selector_label_map(obj: K8sObject) -> tuple[list[Any], dict[str, Any]] | None:
+    """The path and labels of ``obj``'s selector, whose values the API server judges as label values
+    (ValidateLabelSelector's matchLabels; a Service's plain map), or None."""
+    spec = obj.body.get("spec") or {}
+    if obj.kind == "Service":
+        path = ["spec", "selector"]
+    elif obj.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        path = ["spec", "selector", "matchLabels"]
+    elif obj.kind == "NetworkPolicy":
+        path = ["spec", "podSelector", "matchLabels"]
+    else:
+        return None
+    labels: Any = spec
+    for key in path[1:]:
+        labels = labels.get(key) if isinstance(labels, dict) else None
+    return (path, labels) if isinstance(labels, dict) else None
 
 
 def _label_values(obj: K8sObject, path: list[Any], labels: dict[str, Any]) -> Iterator[Finding]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from dlcharts.config import Levels
 from dlcharts.errors import DLChartsError, RenderError
-from dlcharts.findings import Finding
+from dlcharts.findings import Finding, distinct
 from dlcharts.policies import CHECKS, SCHEMA_CHECKS, Exemption, run_policies
 from dlcharts.render import Rendered, Renderer, RenderRequest, chart_yaml
 from dlcharts.schemas import validate_objects
@@ -170,13 +170,14 @@ def all_scenarios(root: Path) -> list[Scenario]:
 def check_rendered(
     rendered: Rendered, exemptions: Iterable[Exemption] = (), policies: bool = True, levels: Levels | None = None
 ) -> list[Finding]:
-    """Schema findings for the render's Kubernetes version, plus policy findings the exemptions leave. With
-    ``levels`` (dlcharts.config), each finding gets its level and the policies that are off do not run; without, a
-    policy finding is an error."""
+    """Schema findings for the render's Kubernetes version, plus policy findings the exemptions leave, less those
+    another makes better (dlcharts.findings.distinct). With ``levels`` (dlcharts.config), each finding gets its level
+    and the policies that are off do not run; without, a policy finding is an error."""
     exempt = list(exemptions)
     findings = exempted(validate_objects(rendered, rendered.request.kube_version), exempt)
     if policies:
         findings += run_policies(rendered, exempt, _running(levels))
+    findings = distinct(findings)
     return levels.apply(findings) if levels is not None else findings
 
 
@@ -195,10 +196,10 @@ def check_scenario(
     server: Callable[[Rendered], list[Finding]] | None = None,
     levels: Levels | None = None,
 ) -> list[Finding]:
-    """Every finding for one scenario: schemas for each Kubernetes version, policies on the newest render and
-    on a render with a 40-character release name. ``release``/``namespace`` beat the scenario's own. ``server``
-    (dlcharts.cluster.server_check.ServerCheck.findings) adds an API server's verdict on each version's render.
-    ``levels`` as for ``check_rendered``."""
+    """Every finding for one scenario, less those another makes better (dlcharts.findings.distinct): schemas for each
+    Kubernetes version, policies on the newest render and on a render with a 40-character release name.
+    ``release``/``namespace`` beat the scenario's own. ``server`` (dlcharts.cluster.server_check.ServerCheck.findings)
+    adds an API server's verdict on each version's render. ``levels`` as for ``check_rendered``."""
     versions = list(kube_versions)
     exempt = list(exemptions)
     findings: list[Finding] = []
@@ -208,6 +209,7 @@ def check_scenario(
         if server is not None:
             findings += server(rendered)
     findings += scenario_policy_findings(renderer, scenario, versions[-1], exempt, release, namespace, levels)
+    findings = distinct(findings)
     return levels.apply(findings) if levels is not None else findings
 
 
@@ -227,15 +229,24 @@ def scenario_policy_findings(
     levels: Levels | None = None,
 ) -> list[Finding]:
     """The policy findings of one scenario the exemptions leave: every check (that ``levels`` leaves on) on the
-    render for ``kube_version``, names also on a render with a 40-character release name."""
+    render for ``kube_version``, names also on a render with a 40-character release name (what that render adds: a
+    finding the scenario's own release has too, a label value that does not hold the release name, is not twice)."""
     exempt = list(exemptions)
     running = _running(levels)
-    findings = run_policies(renderer.render(scenario.request(kube_version, release, namespace)), exempt, running)
+    request = scenario.request(kube_version, release, namespace)
+    findings = run_policies(renderer.render(request), exempt, running)
     if running is None or "dns-names" in running:
         long_name = renderer.render(scenario.request(kube_version, LONG_RELEASE, namespace))
+        own = set(findings)
         findings += [
             dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
             for f in run_policies(long_name, exempt, checks=["dns-names"])
+            if dataclasses.replace(
+                f,
+                object=f.object.replace(LONG_RELEASE, request.release),
+                message=f.message.replace(LONG_RELEASE, request.release),
+            )
+            not in own
         ]
     return levels.apply(findings) if levels is not None else findings
 
