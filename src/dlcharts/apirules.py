@@ -188,6 +188,48 @@ def unparsed_quantities(body: Any) -> list[str]:
     return found
 
 
+# The API server's errors for a label value (k8s.io/apimachinery IsValidLabelValue, through ValidateLabels and
+# ValidateLabelSelector): its length (63 bytes at 1.35, 63 characters at 1.29) and its grammar. Each quotes the value
+# and names the whole map: metadata.labels, a selector's matchLabels, a pod template's labels as spec.template.labels
+# (its metadata inlined).
+_LABEL_VALUE_ERROR = re.compile(
+    r'^Invalid value: ("(?:[^"\\]|\\.)*"): (must be no more than 63 (?:bytes|characters)|a valid label must be )'
+)
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def label_value_fields(body: Any, field: str, message: str) -> list[str]:
+    """Where a label value the API server refuses is: the field path of each key of the map its error names
+    (``metadata.labels``) that holds the value it quotes (``metadata.labels.team``); [] for any other error, or when
+    no key holds it."""
+    match = _LABEL_VALUE_ERROR.match(message)
+    if not match or not field:
+        return []
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:  # a Go escape JSON does not know: leave the error at the map
+        return []
+    path: list[Any] = [int(index) if index else name for name, index in _PATH_PART.findall(field)]
+    labels = _at(body, path)
+    if labels is None and path[-1:] == ["labels"]:  # a template's labels: its metadata is inlined in the path
+        path = [*path[:-1], "metadata", "labels"]
+        labels = _at(body, path)
+    if not isinstance(labels, dict):
+        return []
+    return [format_path([*path, key]) for key, text in labels.items() if str(text) == value]
+
+
+def _at(node: Any, path: list[Any]) -> Any:
+    for part in path:
+        if isinstance(part, int) and isinstance(node, list) and part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return None
+    return node
+
+
 # mappings whose values are quantities, and fields that are one
 _QUANTITY_MAPS = frozenset(
     {"requests", "limits", "hard", "capacity", "allocatable", "overhead", "max", "min", "default", "defaultRequest",

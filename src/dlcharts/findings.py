@@ -107,15 +107,57 @@ def format_path(parts: Iterable[Any]) -> str:
     return out
 
 
+def distinct(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings less those that another one makes better, in order: ``dns-names`` judges names, hostnames and
+    label values as the API server does, at the field (a label's key, where the API server names the whole map and
+    dlcharts.apirules.label_value_fields finds the key), so an ``api-rules`` finding at a field of an object where
+    ``dns-names`` made one is that one; and a workload's ``invalid label selector`` is the API server's sequel to its
+    error inside that selector. (``merged`` joins one problem found in several fields or versions.)"""
+    found = list(findings)
+    named = {(f.source, f.object, f.path) for f in found if f.check == "dns-names"}
+    inside = {(f.source, f.object, f.kube_version, parent) for f in found for parent in _parents(f.path)}
+    return [
+        f
+        for f in found
+        if f.check != "api-rules"
+        or not (
+            (f.source, f.object, f.path) in named
+            or (
+                f.message.endswith(": invalid label selector")
+                and (f.source, f.object, f.kube_version, f.path) in inside
+            )
+        )
+    ]
+
+
+def _parents(path: str) -> list[str]:
+    """The fields ``path`` is inside: ``a.b[0].c`` -> ``a``, ``a.b``, ``a.b[0]``."""
+    return [path[:i] for i, char in enumerate(path) if char in ".[" and i]
+
+
 def merged(findings: Iterable[Finding]) -> dict[Finding, list[str]]:
-    """Findings made alike on several Kubernetes versions as one (its ``kube_version`` None), with the versions
-    each was made on, oldest first; in sorted order."""
+    """Each problem once, with the Kubernetes versions it was found on, oldest first (none: the policies, judged
+    once), in sorted order. Findings made alike on several versions are one (its ``kube_version`` None); then one
+    problem in several fields of an object (one label value on a Deployment's metadata, its selector and its pod
+    template), on the same versions, is one finding at the first field found, its message naming the others."""
     versions: dict[Finding, list[str]] = {}
     for finding in findings:
         seen = versions.setdefault(dataclasses.replace(finding, kube_version=None), [])
         if finding.kube_version and finding.kube_version not in seen:
             seen.append(finding.kube_version)
-    return {finding: sorted(versions[finding], key=_version_order) for finding in sorted(versions)}
+    fields: dict[tuple[Finding, tuple[str, ...]], list[str]] = {}
+    for finding, found_on in versions.items():
+        key = (dataclasses.replace(finding, path=""), tuple(sorted(found_on, key=_version_order)))
+        fields.setdefault(key, []).append(finding.path)
+    joined = {
+        dataclasses.replace(finding, path=paths[0], message=finding.message + _also_at(paths[1:])): list(found_on)
+        for (finding, found_on), paths in fields.items()
+    }
+    return {finding: joined[finding] for finding in sorted(joined)}
+
+
+def _also_at(paths: list[str]) -> str:
+    return f"; also at {', '.join(paths)}" if paths else ""
 
 
 def report(findings: Sequence[Finding]) -> str:

@@ -12,8 +12,9 @@ A reason is required; an exemption that matches nothing is itself reported, so e
 
 Each check is registered with its kind (dlcharts.findings): an ERROR check finds what the API server or kubelet
 would refuse or what breaks the workload (``gpu-limits``, ``duplicate-env``, ``selector-labels``, ``service-selects``,
-``dns-names``): always a failure. A POLICY check is an opinion (``resources``, ``image-tag``, ``security-context``,
-``host-access``, ``network-policy``), whose level (error, warning, off) the author configures (dlcharts.config).
+``named-ports``, ``dns-names``): always a failure. A POLICY check is an opinion (``resources``, ``image-tag``,
+``security-context``, ``host-access``, ``network-policy``), whose level (error, warning, off) the author configures
+(dlcharts.config).
 """
 
 from __future__ import annotations
@@ -257,6 +258,161 @@ def _service_selects(objects: list[K8sObject]) -> Iterator[Finding]:
             yield _finding(obj, ["spec", "selector"], msg, "service-selects")
 
 
+# A port given by name is looked up where it is used (Kubernetes 1.35), and the API server, which checks only the
+# name's grammar, accepts a name found nowhere, which breaks the workload:
+#   a probe's httpGet or tcpSocket port, a lifecycle hook's httpGet port: the kubelet looks it up in the container's
+#     own ports (pkg/probe ResolveContainerPort): the probe never succeeds, the hook fails. A hook's tcpSocket is
+#     never run, and grpc takes a number only.
+#   a Service's targetPort: the endpoints controllers look it up, with the Service port's protocol, in the ports of
+#     each selected pod's containers (endpointslice FindPort): a pod without it gets no traffic on that port.
+#   a NetworkPolicy port: the network plugin looks it up, with its protocol, in the pods the rule is about: for
+#     ingress the pods the policy selects, for egress the rule's destinations. A name none declares admits nothing.
+# Those pods are judged only where the render holds them all: the release's pods (not its hooks') that a non-empty
+# selector matches, in the policy's or Service's namespace. A selector that matches none of them (another
+# release's pods), an empty selector (every pod of the namespace) and an egress rule to any other destination
+# give no finding. All-digit strings are no names (the API server refuses them as names: a port name has a letter).
+_PORT_HANDLERS = (  # (the container's field, its handlers that take a port, what an unknown name does)
+    ("livenessProbe", ("httpGet", "tcpSocket"), "the probe never succeeds"),
+    ("readinessProbe", ("httpGet", "tcpSocket"), "the probe never succeeds"),
+    ("startupProbe", ("httpGet", "tcpSocket"), "the probe never succeeds"),
+    ("lifecycle.postStart", ("httpGet",), "the hook fails"),
+    ("lifecycle.preStop", ("httpGet",), "the hook fails"),
+)
+_Pods = list[tuple[K8sObject, PodSpecAt]]  # pod templates of the release, with their objects
+
+
+def _port_name(value: Any) -> str:
+    """``value`` when it names a port, else ""."""
+    return value if isinstance(value, str) and value and not value.isdigit() else ""
+
+
+def _named_container_ports(of: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The (name, protocol) of every named port of the containers ``of``."""
+    return {
+        (str(p["name"]), str(p.get("protocol") or "TCP")) for c in of for p in c.get("ports") or [] if p.get("name")
+    }
+
+
+def _port_names(declared: Iterable[tuple[str, str]]) -> str:
+    """``named ports: dns/UDP, http`` (a protocol other than TCP named), or ``no named port``."""
+    names = sorted(name if protocol == "TCP" else f"{name}/{protocol}" for name, protocol in declared)
+    return f"named ports: {', '.join(names)}" if names else "no named port"
+
+
+def _one_namespace(a: Any, b: Any) -> bool:
+    """Whether objects of a release with namespaces ``a`` and ``b`` are in one (an object without one is in the
+    release's, so only two different explicit namespaces differ)."""
+    return a is None or b is None or a == b
+
+
+def _namespace(obj: K8sObject) -> Any:
+    return (obj.body.get("metadata") or {}).get("namespace")
+
+
+def _selects_some(selector: Any) -> bool:
+    """Whether a label selector is not empty (an empty one selects every pod of the namespace)."""
+    return isinstance(selector, dict) and bool(selector.get("matchLabels") or selector.get("matchExpressions"))
+
+
+@check(
+    "named-ports",
+    ERROR,
+    "a port given by name (a probe's, a lifecycle hook's, a Service's targetPort, a NetworkPolicy's) is one that "
+    "the containers it refers to declare",
+)
+def _named_ports(objects: list[K8sObject]) -> Iterator[Finding]:
+    release = [(obj, pod) for obj in objects if not obj.is_hook for pod in pod_specs(obj)]
+    for obj in objects:
+        yield from _handler_ports(obj)
+        if obj.kind == "Service":
+            yield from _service_ports(obj, release)
+        elif obj.kind == "NetworkPolicy":
+            yield from _policy_ports(obj, release)
+
+
+def _handler_ports(obj: K8sObject) -> Iterator[Finding]:
+    """Probes' and lifecycle hooks' port names, each in its container's own ports."""
+    for pod in pod_specs(obj):
+        for path, c in containers(pod):
+            own = _named_container_ports([c])
+            for where, actions, outcome in _PORT_HANDLERS:
+                handler = c
+                for key in where.split("."):
+                    handler = handler.get(key) or {}
+                for action in actions:
+                    name = _port_name((handler.get(action) or {}).get("port"))
+                    if name and all(name != declared for declared, _ in own):  # the kubelet ignores the protocol
+                        msg = (
+                            f"{where}.{action}.port {name!r} is no port of container {c.get('name')!r} (its "
+                            f"{_port_names(own)}), so {outcome}; name one of its ports, or give the number"
+                        )
+                        yield _finding(obj, [*path, *where.split("."), action, "port"], msg, "named-ports")
+
+
+def _selected(by: K8sObject, selector: dict[str, Any], release: _Pods) -> _Pods:
+    """The release's pod templates in ``by``'s namespace that ``selector`` matches."""
+    return [
+        (obj, pod)
+        for obj, pod in release
+        if _one_namespace(_namespace(by), _namespace(obj)) and _selector_matches(selector, pod.labels)
+    ]
+
+
+def _service_ports(svc: K8sObject, release: _Pods) -> Iterator[Finding]:
+    """A Service's targetPort names, in the pods it selects."""
+    spec = svc.body.get("spec") or {}
+    if not isinstance(spec.get("selector"), dict) or not spec["selector"]:
+        return
+    pods = _selected(svc, {"matchLabels": spec["selector"]}, release)
+    for i, port in enumerate(spec.get("ports") or []):
+        outcome = f"they get no traffic on port {port.get('port')}"
+        yield from _unresolved(svc, ["spec", "ports", i, "targetPort"], port, pods, "the pods it selects", outcome)
+
+
+def _policy_ports(policy: K8sObject, release: _Pods) -> Iterator[Finding]:
+    """A NetworkPolicy's port names: an ingress rule's in the pods the policy selects, an egress rule's in its
+    destinations when each is a selector of the release's pods."""
+    spec = policy.body.get("spec") or {}
+    rules: list[tuple[list[Any], dict[str, Any], _Pods, str]] = []
+    if _selects_some(spec.get("podSelector")):
+        pods = _selected(policy, spec["podSelector"], release)
+        rules += [
+            (["spec", "ingress", i], r, pods, "the pods it selects") for i, r in enumerate(spec.get("ingress") or [])
+        ]
+    for i, rule in enumerate(spec.get("egress") or []):
+        peers = rule.get("to") or []
+        to = [
+            _selected(policy, p["podSelector"], release)
+            for p in peers
+            if set(p) == {"podSelector"} and _selects_some(p["podSelector"])
+        ]
+        if peers and len(to) == len(peers) and all(to):
+            rules.append((["spec", "egress", i], rule, [pod for pods in to for pod in pods], "the pods it sends to"))
+    for path, rule, pods, whose in rules:
+        for j, port in enumerate(rule.get("ports") or []):
+            yield from _unresolved(
+                policy, [*path, "ports", j, "port"], port, pods, whose, "the rule admits nothing there"
+            )
+
+
+def _unresolved(
+    obj: K8sObject, path: list[Any], entry: dict[str, Any], pods: _Pods, whose: str, outcome: str
+) -> Iterator[Finding]:
+    """A finding when ``entry``'s port (at ``path``) is a name that no container of ``pods`` declares with its
+    protocol; none when no pod is known."""
+    field = path[-1]
+    name, protocol = _port_name(entry.get(field)), str(entry.get("protocol") or "TCP")
+    declared = _named_container_ports(c for _, pod in pods for _, c in containers(pod))
+    if name and pods and (name, protocol) not in declared:
+        named = repr(name) + (f" ({protocol})" if protocol != "TCP" else "")
+        refs = ", ".join(sorted({o.ref() for o, _ in pods}))
+        msg = (
+            f"{field} {named} is no port of {whose} ({refs}; their {_port_names(declared)}), so {outcome}; name "
+            "one of their ports, or give the number"
+        )
+        yield _finding(obj, path, msg, "named-ports")
+
+
 @check("dns-names", ERROR, "names, hostnames and label values follow the rules the API server applies to each kind")
 def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
     for obj in objects:
@@ -270,6 +426,9 @@ def _dns_names(objects: list[K8sObject]) -> Iterator[Finding]:
                 msg = f"pod hostname {pod_name!r} of the last replica must be a DNS-1123 label (at most 63 characters)"
                 yield _finding(obj, ["metadata", "name"], msg, "dns-names")
         yield from _label_values(obj, ["metadata", "labels"], (obj.body.get("metadata") or {}).get("labels") or {})
+        selector = _selector_label_map(obj)
+        if selector is not None:
+            yield from _label_values(obj, *selector)
         for pod in pod_specs(obj):
             yield from _label_values(obj, [*pod.path[:-1], "metadata", "labels"], pod.labels)
             for field in ("hostname", "subdomain"):
@@ -307,6 +466,24 @@ def _name_problem(kind: str, name: str) -> str:
     if limit is not None and len(name) > limit:
         return f"has {len(name)} characters; the API server refuses a {kind} name over {limit}"
     return ""
+
+
+def _selector_label_map(obj: K8sObject) -> tuple[list[Any], dict[str, Any]] | None:
+    """The path and labels of ``obj``'s selector, whose values the API server judges as label values
+    (ValidateLabelSelector's matchLabels; a Service's plain map), or None."""
+    spec = obj.body.get("spec") or {}
+    if obj.kind == "Service":
+        path = ["spec", "selector"]
+    elif obj.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        path = ["spec", "selector", "matchLabels"]
+    elif obj.kind == "NetworkPolicy":
+        path = ["spec", "podSelector", "matchLabels"]
+    else:
+        return None
+    labels: Any = spec
+    for key in path[1:]:
+        labels = labels.get(key) if isinstance(labels, dict) else None
+    return (path, labels) if isinstance(labels, dict) else None
 
 
 def _label_values(obj: K8sObject, path: list[Any], labels: dict[str, Any]) -> Iterator[Finding]:
@@ -420,16 +597,14 @@ def _host_access(objects: list[K8sObject]) -> Iterator[Finding]:
 
 
 def _ingress_policies(objects: list[K8sObject], labels: dict[str, str], namespace: Any) -> list[K8sObject]:
-    """The release's NetworkPolicies that govern ingress to pods labelled ``labels`` in ``namespace`` (an
-    object without a namespace is in the release's, so only two different explicit namespaces differ)."""
+    """The release's NetworkPolicies that govern ingress to pods labelled ``labels`` in ``namespace``."""
     found = []
     for policy in objects:
         spec = policy.body.get("spec") or {}
         types = spec.get("policyTypes") or ["Ingress"]  # the API server's default always includes Ingress
-        own = (policy.body.get("metadata") or {}).get("namespace")
         if (
             policy.kind == "NetworkPolicy"
-            and (own is None or namespace is None or own == namespace)
+            and _one_namespace(_namespace(policy), namespace)
             and "Ingress" in types
             and _selector_matches(spec.get("podSelector") or {}, labels)
         ):
@@ -467,7 +642,7 @@ def _network_policy(objects: list[K8sObject]) -> Iterator[Finding]:
         and (svc.body.get("spec") or {}).get("ports")
     ]
     for obj in objects:
-        namespace = (obj.body.get("metadata") or {}).get("namespace")
+        namespace = _namespace(obj)
         for pod in pod_specs(obj):
             ports = [(path, p) for path, c in containers(pod) for p in c.get("ports") or []]
             exposed_by = [  # a hook (a helm test pod) carries the release's labels but serves nothing

@@ -370,9 +370,12 @@ def _crd_findings(checker: apirules.ApiRules, objects: list[K8sObject], kube_ver
 
 
 def _fields_of(obj: K8sObject, field: str, message: str) -> list[str]:
-    """Where an API-rules error is: its field, or, for a quantity that does not parse (the object does not decode,
-    so the validator names no field), each field of the object whose value is not a quantity."""
-    if field or "quantities must match" not in message:
+    """Where an API-rules error is: its field; for a label value, each key of the map it names that holds the value;
+    for a quantity that does not parse (the object does not decode, so the validator names no field), each field of
+    the object whose value is not a quantity."""
+    if field:
+        return apirules.label_value_fields(obj.body, field, message) or [field]
+    if "quantities must match" not in message:
         return [field]
     return apirules.unparsed_quantities(obj.body) or [field]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from dlcharts.config import Levels
 from dlcharts.errors import DLChartsError, RenderError
-from dlcharts.findings import Finding
+from dlcharts.findings import Finding, distinct
 from dlcharts.policies import CHECKS, SCHEMA_CHECKS, Exemption, run_policies
 from dlcharts.render import Rendered, Renderer, RenderRequest, chart_yaml
 from dlcharts.schemas import validate_objects
@@ -181,13 +181,14 @@ def check_rendered(
 ) -> list[Finding]:
     """Every finding for one render, the verdict every entry point gives (a scenario, ``-f``/``--set`` values, the
     pytest plugin's ``assert_valid`` and ``find_problems``): schema findings for the render's Kubernetes version, plus
-    (with ``policies``) the policy findings of ``policy_findings``, all that the exemptions leave. With ``levels``
-    (dlcharts.config), each finding gets its level and the policies that are off do not run; without, a policy
-    finding is an error."""
+    (with ``policies``) the policy findings of ``policy_findings``, all that the exemptions leave, less those another
+    makes better (dlcharts.findings.distinct). With ``levels`` (dlcharts.config), each finding gets its level and the
+    policies that are off do not run; without, a policy finding is an error."""
     exempt = list(exemptions)
     findings = exempted(validate_objects(rendered, rendered.request.kube_version), exempt)
     if policies:
         findings += policy_findings(renderer, rendered, exempt, _running(levels))
+    findings = distinct(findings)
     return levels.apply(findings) if levels is not None else findings
 
 
@@ -209,9 +210,15 @@ def policy_findings(
             long_name = renderer.render(dataclasses.replace(rendered.request, release=LONG_RELEASE))
         except RenderError as exc:
             raise RenderError(exc.chart, exc.inputs, f"{exc.stderr}\n{LONG_RELEASE_HINT}") from None
+        own = set(findings)  # what the long release adds: a finding the render's own release has too is not twice
+        release = rendered.request.release
         findings += [
             dataclasses.replace(f, message=f"{f.message} (release {LONG_RELEASE})")
             for f in run_policies(long_name, exempt, checks=["dns-names"])
+            if dataclasses.replace(
+                f, object=f.object.replace(LONG_RELEASE, release), message=f.message.replace(LONG_RELEASE, release)
+            )
+            not in own
         ]
     return findings
 
@@ -235,7 +242,7 @@ def check_requests(
         if server is not None:
             found = server(rendered)
             findings += levels.apply(found) if levels is not None else found
-    return findings
+    return distinct(findings)  # across the versions too: one problem found at several is one finding
 
 
 def check_scenario(

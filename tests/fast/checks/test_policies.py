@@ -75,6 +75,7 @@ CASES = {
         {"app.kubernetes.io/instance": "other"}
     ),
     "network-policy": lambda ds: container(ds).update(ports=[{"name": "grpc", "containerPort": 2222}]),
+    "named-ports": lambda ds: container(ds).update(readinessProbe={"httpGet": {"path": "/", "port": "htpp"}}),
 }
 
 
@@ -323,3 +324,82 @@ def test_no_network_policy_covers_a_host_network_pod():
 
     (message,) = network_findings(with_policy({"podSelector": RELEASE, "ingress": FROM_RELEASE}, change=host))
     assert "on the node's network (hostNetwork), where no NetworkPolicy applies" in message
+
+
+def serving(change=None):
+    """GOOD with the agent listening on a port named http and the Service sending port 80 to it (``change`` edits
+    the DaemonSet first)."""
+
+    def listen(ds):
+        container(ds)["ports"] = [{"name": "http", "containerPort": 8080}]
+        if change:
+            change(ds)
+
+    objs = mutate(listen)
+    objs[0].body["spec"]["ports"] = [{"port": 80, "targetPort": "http"}]
+    return objs
+
+
+def port_findings(objs):
+    return [f for f in run_policies(objs, checks=["named-ports"])]
+
+
+def test_a_probe_names_a_port_of_its_own_container():
+    (finding,) = port_findings(
+        serving(lambda ds: container(ds).update(readinessProbe={"httpGet": {"path": "/", "port": "htpp"}}))
+    )
+    assert (finding.object, finding.path) == (
+        "DaemonSet/r-agent", "spec.template.spec.containers[0].readinessProbe.httpGet.port"
+    )  # fmt: skip
+    assert (
+        "readinessProbe.httpGet.port 'htpp' is no port of container 'main' (its named ports: http)" in finding.message
+    )
+    assert finding.is_error
+    for fine in ("http", 8080, "8080"):  # a name it declares; a number (a string of digits is one to the kubelet)
+        probe = {"livenessProbe": {"tcpSocket": {"port": fine}}, "startupProbe": {"httpGet": {"port": fine}}}
+        assert port_findings(serving(lambda ds, probe=probe: container(ds).update(probe))) == []
+    hook = {"lifecycle": {"preStop": {"httpGet": {"port": "admin"}}, "postStart": {"tcpSocket": {"port": "x"}}}}
+    (finding,) = port_findings(serving(lambda ds: container(ds).update(hook)))  # a hook's tcpSocket is never run
+    assert finding.path.endswith("containers[0].lifecycle.preStop.httpGet.port") and "the hook fails" in finding.message
+
+
+def test_a_service_target_port_names_a_port_of_the_pods_it_selects():
+    assert port_findings(serving()) == []
+    objs = serving()
+    objs[0].body["spec"]["ports"] = [{"port": 80, "targetPort": "metricz"}, {"port": 81, "targetPort": 8080}]
+    (finding,) = port_findings(objs)
+    assert (finding.object, finding.path) == ("Service/r-train", "spec.ports[0].targetPort")
+    assert "targetPort 'metricz' is no port of the pods it selects (DaemonSet/r-agent; their named ports: http)" in (
+        finding.message
+    )
+    objs[0].body["spec"]["ports"] = [{"port": 80, "targetPort": "http", "protocol": "UDP"}]  # the protocol counts
+    (finding,) = port_findings(objs)
+    assert "targetPort 'http' (UDP) is no port" in finding.message
+
+
+def test_a_service_of_pods_the_render_does_not_hold_is_not_judged():
+    objs = serving()
+    objs[0].body["spec"].update(
+        selector={"app.kubernetes.io/instance": "other"}, ports=[{"port": 80, "targetPort": "m"}]
+    )
+    assert port_findings(objs) == []
+
+
+def test_a_network_policy_port_names_a_port_of_the_pods_it_is_about():
+    web = {"matchLabels": {"app.kubernetes.io/instance": "r"}}
+    other = {"matchLabels": {"app.kubernetes.io/instance": "other"}}
+
+    def found(spec):
+        return [(f.path, f.message) for f in port_findings([*serving(), *objects(policy(spec))])]
+
+    ((path, message),) = found({"podSelector": web, "ingress": [{"ports": [{"port": "metricz"}, {"port": "http"}]}]})
+    assert path == "spec.ingress[0].ports[0].port" and "port 'metricz' is no port of the pods it selects" in message
+    ((path, message),) = found(
+        {"podSelector": {}, "egress": [{"to": [{"podSelector": web}], "ports": [{"port": "x"}]}]}
+    )
+    assert path == "spec.egress[0].ports[0].port" and "port 'x' is no port of the pods it sends to" in message
+    # judged only where the render holds every pod meant: not every pod of the namespace, not another release's
+    assert found({"podSelector": {}, "ingress": [{"ports": [{"port": "metricz"}]}]}) == []
+    assert found({"podSelector": other, "ingress": [{"ports": [{"port": "metricz"}]}]}) == []
+    for to in ([{"podSelector": web}, {"podSelector": other}], [{"podSelector": web, "namespaceSelector": {}}], []):
+        assert found({"podSelector": web, "egress": [{"to": to, "ports": [{"port": "x"}]}]}) == [], to

@@ -31,7 +31,7 @@ spec:
           image: "{{ .Values.image }}"
           ports: [{containerPort: 8080}]
 """
-ERRORS = {"gpu-limits", "duplicate-env", "selector-labels", "service-selects", "dns-names"}
+ERRORS = {"gpu-limits", "duplicate-env", "selector-labels", "service-selects", "named-ports", "dns-names"}
 POLICIES = {"resources", "image-tag", "security-context", "host-access", "network-policy"}
 
 
