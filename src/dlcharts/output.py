@@ -19,8 +19,10 @@ other than a finding: a render helm refused, or stale policy exemptions (the ``p
 
 SARIF follows kube-linter's use of it: one run of the tool ``dlcharts``, a rule per check id with a short
 description, a result per finding with its ``ruleId``, ``level`` (error or warning), message and a physical
-location at the chart's template file (the finding's ``source``, a path relative to the working directory where the
-chart lies under it, else to the chart's parent folder), the object as a logical location; a render helm refused is
+location at the chart's template file (the finding's ``source``, a path relative to the working directory, ``../``
+where the chart lies outside it), with the line of the finding's field where the template writes that key on one
+line only (a template is not the manifest: a key written twice, or made by a helper, gets the file alone), the
+object as a logical location; a render helm refused is
 a ``render`` result at the chart's Chart.yaml, a stale exemption a ``stale-exemption`` result at the exemptions file.
 A check that could not run is a tool execution notification of the run's invocation (``executionSuccessful`` false
 unless the author allows it).
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -178,12 +181,7 @@ def _finding_result(r: Result, finding: Finding, versions: list[str], rule_index
         "ruleIndex": rule_index,
         "level": "error" if finding.level == ERROR else "warning",
         "message": {"text": f"{finding.object}{where}: {finding.message}{on}"},
-        "locations": [
-            {
-                "physicalLocation": {"artifactLocation": {"uri": _uri(r.chart, finding.source)}},
-                "logicalLocations": [logical],
-            }
-        ],
+        "locations": [{"physicalLocation": _physical(r.chart, finding), "logicalLocations": [logical]}],
         "properties": {"scenario": r.name, "kind": finding.kind, "kubeVersions": versions},
     }
 
@@ -204,24 +202,33 @@ def _problem_result(r: Result, rule: Callable[[str], int]) -> dict[str, Any]:
     return result
 
 
-def _uri(chart: Path | None, source: str) -> str:
-    """The template file a finding came from: ``source`` (``<chart>/templates/x.yaml``, relative to the chart's
-    parent folder) made relative to the working directory when it lies under it."""
-    if chart is None or not source:
-        return source
-    return _relative(chart.parent / source, fallback=source)
+def _physical(chart: Path | None, finding: Finding) -> dict[str, Any]:
+    """The template file a finding came from (``source``, ``<chart>/templates/x.yaml`` relative to the chart's parent
+    folder) relative to the working directory, and the line of its field where the template has it once."""
+    if chart is None or not finding.source:
+        return {"artifactLocation": {"uri": finding.source}}
+    template = chart.parent / finding.source
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _relative(template)}}
+    line = _line_of(template, finding.path)
+    if line is not None:
+        physical["region"] = {"startLine": line}
+    return physical
 
 
-def _relative(path: Path, fallback: str | None = None) -> str:
+def _line_of(template: Path, path: str) -> int | None:
+    """The one line of ``template`` that writes the last key of the field ``path`` (``spec.ports[0].targetPort``:
+    ``targetPort:``, block or flow style), or None: no such key, or more than one line has it."""
+    key = re.fullmatch(r"(?:.*\.)?([A-Za-z_][\w-]*)(?:\[\d+\])*", path)
+    if key is None or not template.is_file():
+        return None
+    written = re.compile(rf"(?:^|[\s{{,-]){re.escape(key[1])}\s*:")
+    lines = [n for n, text in enumerate(template.read_text(errors="replace").splitlines(), 1) if written.search(text)]
+    return lines[0] if len(lines) == 1 else None
+
+
+def _relative(path: Path) -> str:
+    """``path`` relative to the working directory (with ``..`` where it lies outside), as a SARIF URI."""
     try:
-        return (
-            Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
-            if _under_cwd(path)
-            else (fallback or path.resolve().as_posix())
-        )
+        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
     except ValueError:  # another drive (Windows)
-        return fallback or path.as_posix()
-
-
-def _under_cwd(path: Path) -> bool:
-    return path.resolve().is_relative_to(Path.cwd().resolve())
+        return path.resolve().as_posix()

@@ -54,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dlcharts-kube-version", action="append", help="Kubernetes version(s) to validate against")
     group.addoption("--dlcharts-update-snapshots", action="store_true", help="write golden snapshots, do not compare")
     group.addoption("--dlcharts-no-cache", action="store_true", help="do not use the on-disk render cache")
+    group.addoption("--dlcharts-all-warnings", action="store_true",
+                    help="list every policy warning of assert_valid, not the first few per chart")  # fmt: skip
     group.addoption("--dlcharts-compare-renderers", action="store_true",
                     help="render with the in-process renderer and the helm binary (no disk cache): a render they "
                          "print, fail or decode differently fails its test; the binary's render is used")  # fmt: skip
@@ -130,6 +132,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         checks = sys.modules.get("dlcharts.checks")
         if checks is not None:
             workeroutput["dlcharts_not_checked"] = [list(vars(e).values()) for e in checks.missing()]
+        workeroutput["dlcharts_warned"] = _WARNED
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -139,6 +142,7 @@ def pytest_testnodedown(node: Any, error: object) -> None:
         from dlcharts import render_server
 
         render_server.COMPARED.update(output["dlcharts_compared"])
+    _merge_warnings(output.get("dlcharts_warned") or {})
     if output.get("dlcharts_not_checked"):
         from dlcharts import checks
 
@@ -146,7 +150,56 @@ def pytest_testnodedown(node: Any, error: object) -> None:
             checks.not_run(what, minor, tool, reason)
 
 
+#: the level-warning findings assert_valid passed, by chart: {chart: {"renders": n, "found": {line: renders}}}
+_WARNED: dict[str, dict[str, Any]] = {}
+#: how many of a chart's warnings the summary lists without --dlcharts-all-warnings
+SHOWN_WARNINGS = 5
+
+
+def _note_warnings(chart: str, findings: list[Finding]) -> None:
+    """Keep a render's level-warning findings for the summary (a finding seen in several renders is one line)."""
+    if not findings:
+        return
+    entry = _WARNED.setdefault(chart, {"renders": 0, "found": {}})
+    entry["renders"] += 1
+    for finding in findings:
+        where = f" @ {finding.path}" if finding.path else ""
+        line = f"{finding.object}{where}: {finding.message} [{finding.check}] ({finding.level})"
+        entry["found"][line] = entry["found"].get(line, 0) + 1
+
+
+def _merge_warnings(other: dict[str, dict[str, Any]]) -> None:
+    for chart, theirs in other.items():
+        entry = _WARNED.setdefault(chart, {"renders": 0, "found": {}})
+        entry["renders"] += theirs["renders"]
+        for line, count in theirs["found"].items():
+            entry["found"][line] = entry["found"].get(line, 0) + count
+
+
+def _warnings_summary(every: bool) -> list[str]:
+    """One block per chart: its distinct warnings, the renders they came from, the count by check, the first few."""
+    if not _WARNED:
+        return []
+    more = "" if every else f"; the first {SHOWN_WARNINGS} of each chart, --dlcharts-all-warnings lists all"
+    lines = [f"dlcharts: policy warnings (reported, not failing{more}):"]
+    for chart, entry in sorted(_WARNED.items()):
+        found = entry["found"]
+        by_check: dict[str, int] = {}
+        for line in found:
+            check = line.rsplit(" [", 1)[1].split("]", 1)[0]
+            by_check[check] = by_check.get(check, 0) + 1
+        counts = ", ".join(f"{check} {n}" for check, n in sorted(by_check.items()))
+        lines.append(f"  {chart}: {len(found)} warning(s) in {entry['renders']} render(s) ({counts})")
+        shown = list(found) if every else list(found)[:SHOWN_WARNINGS]
+        lines += [f"    {line}" for line in shown]
+        if len(shown) < len(found):
+            lines.append(f"    ... and {len(found) - len(shown)} more")
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for line in _warnings_summary(bool(config.getoption("--dlcharts-all-warnings", default=False))):
+        terminalreporter.write_line(line, yellow=True)
     render_server = sys.modules.get("dlcharts.render_server")
     compared = render_server.COMPARED if render_server is not None else {}
     if compared.get("renders") or config.getoption("--dlcharts-compare-renderers", default=False):
@@ -319,7 +372,8 @@ def _missing_checks(rendered: Rendered, settings: Config) -> None:
 @pytest.fixture(scope="session")
 def assert_valid(find_problems: Callable[..., list[Finding]]) -> Callable[..., None]:
     """``assert_valid(rendered)`` fails the test with a readable report of every error-level finding; findings at
-    level warning (policies the configuration reports without failing) are a pytest warning each render."""
+    level warning (policies the configuration reports without failing) pass, and the terminal summary gives each
+    chart's in one block: how many, by check, and the first few (every one with --dlcharts-all-warnings)."""
     from dlcharts.findings import report
 
     def _assert(rendered: Rendered, policies: bool = True) -> None:
@@ -328,8 +382,7 @@ def assert_valid(find_problems: Callable[..., list[Finding]]) -> Callable[..., N
         where = f"{rendered.request.chart.name} ({rendered.request.describe()})"
         if errors:
             pytest.fail(f"{where}:\n{report(findings)}", pytrace=False)
-        if findings:
-            warnings.warn(pytest.PytestWarning(f"dlcharts: {where}:\n{report(findings)}"), stacklevel=2)
+        _note_warnings(rendered.request.chart.name, findings)
 
     return _assert
 

@@ -68,6 +68,7 @@ def test_sarif_report(charts, capsys):
     assert schema["message"]["text"] == "ConfigMap/release-cm @ extra: unknown field 'extra' (k8s 1.35.0)"
     location = schema["locations"][0]
     assert location["physicalLocation"]["artifactLocation"]["uri"] == "charts/app/templates/cm.yaml"
+    assert location["physicalLocation"]["region"] == {"startLine": 4}  # the template's `extra: field`
     assert location["logicalLocations"][0]["name"] == "ConfigMap/release-cm"
     assert by_rule["image-tag"]["level"] == "warning"
     assert run_["invocations"][0]["executionSuccessful"] is True
@@ -79,3 +80,20 @@ def test_a_render_failure_is_a_sarif_result_at_the_chart(charts, capsys):
     (result,) = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "render"]
     assert code == 1 and result["level"] == "error" and "helm could not render" in result["message"]["text"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "charts/app/Chart.yaml"
+
+
+def test_sarif_paths_resolve_from_the_working_folder_and_a_key_written_twice_gets_no_line(charts, capsys, monkeypatch):
+    """A chart outside the working folder is reached with ``..`` (not named from its own parent, which resolves
+    nowhere); a key the template writes on two lines is not pinned to either: the file alone."""
+    pod = charts / "app" / "templates" / "pod.yaml"
+    pod.write_text(pod.read_text() + "  # image: the container's image, tagged\n")
+    (charts.parent / "work").mkdir()
+    monkeypatch.chdir(charts.parent / "work")
+    code, out, _ = run(capsys, "../charts", "--format", "sarif")
+    results = {r["ruleId"]: r["locations"][0]["physicalLocation"] for r in json.loads(out)["runs"][0]["results"]}
+    assert code == 1
+    assert results["schema"] == {
+        "artifactLocation": {"uri": "../charts/app/templates/cm.yaml"},
+        "region": {"startLine": 4},
+    }
+    assert results["image-tag"] == {"artifactLocation": {"uri": "../charts/app/templates/pod.yaml"}}

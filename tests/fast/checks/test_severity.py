@@ -199,6 +199,27 @@ def test_the_plugin_applies_the_levels_too(chart):
     assert proc.returncode == 1 and "[network-policy]" in proc.stdout, proc.stdout
 
 
+def test_the_plugins_policy_warnings_are_one_block_per_chart(chart):
+    """Two renders of a chart with 4 policy warnings each (other names: 8 distinct) pass, and the summary gives one
+    block for the chart: the count, the renders, the count by check and the first 5, every one on request."""
+    repo = chart.parents[1]
+    (repo / "test_chart.py").write_text(
+        "import pytest\n\n@pytest.mark.parametrize('release', ['one', 'two'])\n"
+        "def test_web(render, assert_valid, release):\n    assert_valid(render('charts/web', release=release))\n"
+    )
+    (repo / "pyproject.toml").write_text("[tool.dlcharts]\nmissing-checks = 'warning'\n")
+    proc = run_pytest_in(repo, "-W", "ignore::pytest.PytestWarning")
+    out = proc.stdout
+    assert proc.returncode == 0 and "2 passed" in out, out + proc.stderr
+    assert "dlcharts: policy warnings (reported, not failing; the first 5 of each chart" in out, out
+    block = out.split("dlcharts: policy warnings", 1)[1].splitlines()
+    assert block[1].startswith("  web: 8 warning(s) in 2 render(s) (image-tag 2, network-policy 2, resources 2,"), out
+    assert sum(line.endswith("(warning)") for line in block) == 5 and "    ... and 3 more" in block, out
+    proc = run_pytest_in(repo, "-W", "ignore::pytest.PytestWarning", "--dlcharts-all-warnings")
+    block = proc.stdout.split("dlcharts: policy warnings", 1)[1].splitlines()
+    assert sum(line.endswith("(warning)") for line in block) == 8 and "more" not in proc.stdout, proc.stdout
+
+
 def test_json_summary_counts_warnings(chart, capsys):
     code = main(["validate", str(chart), "--no-cache", "--allow-missing-checks", "--format", "json"])
     captured = capsys.readouterr()
