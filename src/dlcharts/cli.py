@@ -180,7 +180,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         exemptions_file = DEFAULT_EXEMPTIONS
     exemptions = load_exemptions(exemptions_file)
-    use_crd_schemas(Path(crd) for crd in args.crd)
+    use_crd_schemas((Path(crd) for crd in args.crd), _charts_named(args.path))  # and the charts' own crds/
     checks.reset()
     server = None
     if args.server:
@@ -242,6 +242,14 @@ def _validate(
         outcomes = [Outcome(r.name, _failure(r) if r.failed else "", r.seconds) for r in results]
         write_junit(Path(args.junit_xml), "dlcharts.validate", outcomes)
     return run
+
+
+def _charts_named(path: str) -> list[Path]:
+    """The charts ``path`` names, or none where it names none (the validation then says why)."""
+    try:
+        return discover_charts(Path(path))
+    except DLChartsError:
+        return []
 
 
 def _validation_cases(

@@ -331,16 +331,21 @@ def render(chart_renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="session")
 def find_problems(
-    exemptions: dict[str, list[Exemption]], dlcharts_config: Callable[[Path], Config], chart_renderer: Renderer
+    exemptions: dict[str, list[Exemption]],
+    dlcharts_config: Callable[[Path], Config],
+    chart_renderer: Renderer,
+    pytestconfig: pytest.Config,
 ) -> Callable[..., list[Finding]]:
     """``find_problems(rendered, policies=True)`` -> schema and policy findings (the chart's exemptions applied),
     each at its level (``finding.level``: error or warning; policies configured off do not run): the checks ``dlcharts
     validate`` runs, names also on the render's request with a 40-character release name. A check that could not run
-    for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``)."""
+    for the render fails the test with the reason (or warns, with ``missing-checks = "warning"``). Custom resources
+    are judged with the CRDs of --dlcharts-crd and those of the rendered charts' ``crds/`` folders."""
     from dlcharts.suite import chart_name, check_rendered
 
     def _find(rendered: Rendered, policies: bool = True) -> list[Finding]:
         chart = rendered.request.chart
+        _take_chart_crds(chart, pytestconfig)
         settings = dlcharts_config(chart)
         name = chart_name(chart)
         findings = check_rendered(chart_renderer, rendered, exemptions.get(name, []), policies, settings.levels(name))
@@ -348,6 +353,25 @@ def find_problems(
         return findings
 
     return _find
+
+
+#: the charts whose ``crds/`` folders (and their dependencies') the validator judges custom resources with
+_CRD_CHARTS: list[Path] = []
+
+
+def _take_chart_crds(chart: Path, config: pytest.Config) -> None:
+    """Add ``chart``'s own CRDs to those the validator uses, once per chart (as ``dlcharts validate`` reads them)."""
+    from dlcharts.errors import DLChartsError
+    from dlcharts.schemas import chart_crd_folders, use_crd_schemas
+
+    if chart in _CRD_CHARTS:
+        return
+    _CRD_CHARTS.append(chart)
+    if chart_crd_folders([chart]):
+        try:
+            use_crd_schemas((Path(crd) for crd in config.getoption("--dlcharts-crd") or []), _CRD_CHARTS)
+        except DLChartsError as exc:
+            pytest.fail(f"{chart}: {exc}", pytrace=False)
 
 
 def _missing_checks(rendered: Rendered, settings: Config) -> None:

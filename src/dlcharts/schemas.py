@@ -110,12 +110,16 @@ _USER_CRDS: dict[tuple[str, str], dict[str, Any]] = {}
 _USER_CRD_DOCS: list[tuple[dict[str, Any], str]] = []
 
 
-def use_crd_schemas(paths: Iterable[Path]) -> list[tuple[str, str]]:
-    """Validate custom resources with the CRDs in ``paths`` (YAML files, or folders of them), in place of those
-    handed over before: every served version of every CustomResourceDefinition in them. Returns the
-    (apiVersion, kind) pairs; a path that is missing, not YAML, or holds no CRD with a schema is an error."""
+def use_crd_schemas(paths: Iterable[Path], charts: Iterable[Path] = ()) -> list[tuple[str, str]]:
+    """Validate custom resources with the CRDs in ``paths`` (YAML files, or folders of them) and in the ``crds/``
+    folders of ``charts`` and of their unpacked dependencies (what helm installs before the templates: see
+    :func:`chart_crd_folders`), in place of those handed over before: every served version of every
+    CustomResourceDefinition in them (``paths`` win over a chart's). Returns the (apiVersion, kind) pairs; a path
+    that is missing, not YAML, or holds no CRD with a schema is an error (a chart's ``crds/`` without one is not)."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     docs: list[tuple[dict[str, Any], str]] = []
+    for folder in chart_crd_folders(charts):
+        found.update(_crd_schemas_in(folder, docs, required=False))
     for path in paths:
         found.update(_crd_schemas_in(path, docs))
     _USER_CRDS.clear()
@@ -127,8 +131,26 @@ def use_crd_schemas(paths: Iterable[Path]) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def _crd_schemas_in(path: Path, crds: list[tuple[dict[str, Any], str]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """The converted schemas of the CRDs in ``path``; each CRD itself and its file are appended to ``crds``."""
+def chart_crd_folders(charts: Iterable[Path]) -> list[Path]:
+    """The ``crds/`` folders helm installs with ``charts``: each chart's own and those of the dependencies it keeps
+    unpacked (or linked) under ``charts/``, at any depth. (A dependency kept as a ``.tgz`` is not opened.)"""
+    found: list[Path] = []
+    for chart in charts:
+        if (chart / "crds").is_dir() and chart / "crds" not in found:
+            found.append(chart / "crds")
+        subcharts = chart / "charts"
+        if subcharts.is_dir():
+            found += [
+                f for f in chart_crd_folders(sorted(p for p in subcharts.iterdir() if p.is_dir())) if f not in found
+            ]
+    return found
+
+
+def _crd_schemas_in(
+    path: Path, crds: list[tuple[dict[str, Any], str]], required: bool = True
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The converted schemas of the CRDs in ``path``; each CRD itself and its file are appended to ``crds``. With
+    ``required``, a path without a CRD is an error."""
     if not path.exists():
         raise DLChartsError(f"--crd {path}: no such file or folder")
     files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
@@ -153,7 +175,7 @@ def _crd_schemas_in(path: Path, crds: list[tuple[dict[str, Any], str]]) -> dict[
                 props = schema["properties"]
                 found[(props["apiVersion"]["enum"][0], props["kind"]["enum"][0])] = schema
             crds.append((doc, str(file)))
-    if not found:
+    if not found and required:
         raise DLChartsError(f"--crd {path}: no CustomResourceDefinition in it")
     return found
 

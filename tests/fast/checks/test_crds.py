@@ -121,3 +121,42 @@ def test_the_plugin_takes_crds(charts, tmp_path):
     assert without.returncode == 1 and "no schema for example.com/v1 Widget" in without.stdout, without.stdout
     with_crd = run_pytest_in(tmp_path, "--dlcharts-no-cache", "--dlcharts-crd", str(tmp_path / "crds" / "crd.yaml"))
     assert with_crd.returncode == 0, with_crd.stdout + with_crd.stderr
+
+
+@pytest.fixture
+def own_crds(charts: Path, tmp_path: Path) -> Path:
+    """The widgets chart shipping its CRD in its crds/ folder (what helm installs before the templates)."""
+    (charts / "widgets" / "crds").mkdir()
+    (charts / "widgets" / "crds" / "widget.yaml").write_text(CRD)
+    return charts
+
+
+def test_a_charts_own_crds_folder_validates_its_custom_resources(own_crds, capsys):
+    assert _validate(capsys, str(own_crds))[0] == 0  # no no-schema: the chart's crds/ is read as --crd reads it
+    (own_crds / "widgets" / "values.yaml").write_text("field: sise\n")
+    code, out = _validate(capsys, str(own_crds / "widgets"))
+    assert code == 1 and "Widget/release-widget @ spec.sise: unknown field 'sise'; did you mean 'size'?" in out, out
+
+
+def test_a_dependencys_crds_folder_counts_too_and_a_crds_folder_without_a_crd_is_no_error(charts, capsys):
+    parent = charts / "widgets"
+    dependency = parent / "charts" / "widget-crds"
+    (dependency / "crds").mkdir(parents=True)
+    (dependency / "Chart.yaml").write_text("apiVersion: v2\nname: widget-crds\nversion: 0.1.0\n")
+    (dependency / "crds" / "widget.yaml").write_text(CRD)
+    (dependency / "crds" / "README.md").write_text("not YAML, not read\n")
+    (parent / "crds").mkdir()
+    (parent / "crds" / "notes.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert _validate(capsys, str(charts))[0] == 0
+
+
+def test_the_plugin_reads_a_charts_own_crds(own_crds, tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\ndlcharts_charts = charts\n")
+    (tmp_path / "test_widgets.py").write_text(
+        "def test_scenario(dlcharts_scenario, render, assert_valid):\n    assert_valid(render(dlcharts_scenario))\n"
+    )
+    proc = run_pytest_in(tmp_path, "--dlcharts-no-cache")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (own_crds / "widgets" / "values.yaml").write_text("field: sise\n")
+    proc = run_pytest_in(tmp_path, "--dlcharts-no-cache")
+    assert proc.returncode == 1 and "unknown field 'sise'" in proc.stdout, proc.stdout
