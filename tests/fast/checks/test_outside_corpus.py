@@ -120,6 +120,9 @@ def test_the_node_agent_needs_its_namespace_and_the_operator_its_crd(corpus, cap
     assert "hint: the chart seems to refuse the namespace `default`; give one with --namespace NAME" in out, out
     assert _validate(capsys, *_all(corpus), "--namespace", "agents")[0] == 0
     code, out, _ = _validate(capsys, str(corpus / "charts" / "widget-operator"))
+    assert code == 0 and "no schema" not in out, out  # its CRD is in its crds/ folder, read as --crd reads it
+    shutil.rmtree(corpus / "charts" / "widget-operator" / "crds")
+    code, out, _ = _validate(capsys, str(corpus / "charts" / "widget-operator"))
     assert code == 1 and "no schema for example.com/v1 Widget" in out, out
 
 
@@ -130,8 +133,9 @@ def test_an_author_crd_validates_their_gateway_route(corpus, capsys):  # 7: a ty
     )
     assert code == 1, out
     assert "HTTPRoute/release-widgets @ spec.rules[0].backendRefs[0].port: 'https' is not of type 'integer'" in out
-    code, out, _ = _validate(capsys, str(corpus / "charts" / "widget-operator"), "--crd", f"{crds}/widgets.yaml")
-    assert code == 1 and "no schema for gateway.networking.k8s.io/v1 HTTPRoute" in out, out
+    code, out, _ = _validate(capsys, str(corpus / "charts" / "widget-operator"), "--set", "route.port=https")
+    assert code == 1, out  # the same from the chart's own crds/ folder, without --crd
+    assert "HTTPRoute/release-widgets @ spec.rules[0].backendRefs[0].port: 'https' is not of type 'integer'" in out
 
 
 def test_kubebuilder_selectors_pass_and_host_namespaces_need_their_exemption(corpus, capsys):
@@ -160,6 +164,9 @@ def test_the_pytest_plugin_runs_over_the_corpus_too(corpus):
     )
     proc = run_pytest_in(corpus, "--dlcharts-crd", "charts/widget-operator/crds")
     assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_pytest_in(corpus)  # the operator's own crds/ folder serves without --dlcharts-crd
+    assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout + proc.stderr
+    shutil.rmtree(corpus / "charts" / "widget-operator" / "crds")
     proc = run_pytest_in(corpus)
     assert proc.returncode == 1 and "no schema for gateway.networking.k8s.io/v1 HTTPRoute" in proc.stdout, proc.stdout
 
