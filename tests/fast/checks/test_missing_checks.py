@@ -5,6 +5,7 @@ assert_valid fails with the reason (or warns, as configured); minors no validato
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ REASON = "this is the pure-Python dlcharts wheel, which carries no k8s-validate:
 
 
 @pytest.fixture
-def no_validator(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_validator(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This install as the pure-Python wheel: no k8s-validate. What it records as not checked is forgotten after the
+    test (the record is per process: a later test on the same worker would otherwise fail as NOT CHECKED)."""
     real = native.locate
 
     def locate(names: list[str], build: bool) -> dict[str, Path]:
@@ -42,6 +45,8 @@ def no_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "locate", locate)
     monkeypatch.setattr(apirules, "_rules", {})
     monkeypatch.setattr(apirules, "_missing", {})
+    yield
+    checks.reset()
 
 
 @pytest.fixture
