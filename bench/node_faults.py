@@ -295,7 +295,11 @@ def report(runs: list[dict[str, Any]]) -> None:
         "cap (the bench's limit; the job was still running). NotReady: the node lifecycle controller's verdict "
         "(grace 50 s). First pod failed: the first main container that ended with an error after the fault."
     )
-    block = model.table("faults", COLUMNS, rows_of(runs), caption=caption)
+    _write(model.table("faults", COLUMNS, rows_of(runs), caption=caption))
+
+
+def _write(block: Any) -> None:
+    """``block`` into section 15 (in place of the block of its id), and results.md written again."""
     model.update(SECTION, [block], title=TITLE, by="`python -m bench.real_runs`, `python -m bench.node_faults`")
     results.write()
 
@@ -349,9 +353,7 @@ def report_guarded(runs: list[dict[str, Any]]) -> None:
         "ranks' benchmark restored (mxnet, jax and cntk's benchmarks keep no checkpoint yet: they start over). "
         "verdict: the Jobs' end, or cap."
     )
-    block = model.table("guarded", GUARDED_COLUMNS, guarded_rows(runs), caption=caption)
-    model.update(SECTION, [block], title=TITLE, by="`python -m bench.real_runs`, `python -m bench.node_faults`")
-    results.write()
+    _write(model.table("guarded", GUARDED_COLUMNS, guarded_rows(runs), caption=caption))
 
 
 def main(argv: list[str] | None = None) -> int:
