@@ -84,13 +84,20 @@ def convert(crd: dict[str, Any], origin: str) -> list[tuple[str, dict[str, Any]]
     return results
 
 
+#: the annotation without which the API server refuses a CRD of a ``*.k8s.io`` or ``*.kubernetes.io`` group
+API_APPROVED = "api-approved.kubernetes.io"
+
+
 def compact(crd: dict[str, Any]) -> dict[str, Any]:
-    """The CRD as the API server needs it to validate its custom resources: apiVersion, kind, metadata.name and spec,
-    without descriptions (schema keywords only: a property named ``description`` stays)."""
+    """The CRD as the API server needs it to validate its custom resources: apiVersion, kind, metadata.name (and the
+    API approval of a protected group, such as the Gateway API's) and spec, without descriptions (schema keywords
+    only: a property named ``description`` stays)."""
+    metadata = crd.get("metadata") or {}
+    approval = (metadata.get("annotations") or {}).get(API_APPROVED)
     return {
         "apiVersion": crd.get("apiVersion"),
         "kind": crd.get("kind"),
-        "metadata": {"name": (crd.get("metadata") or {}).get("name")},
+        "metadata": {"name": metadata.get("name"), **({"annotations": {API_APPROVED: approval}} if approval else {})},
         "spec": _undescribed(crd.get("spec"), schema=False),
     }
 

@@ -160,3 +160,38 @@ def test_the_plugin_reads_a_charts_own_crds(own_crds, tmp_path):
     (own_crds / "widgets" / "values.yaml").write_text("field: sise\n")
     proc = run_pytest_in(tmp_path, "--dlcharts-no-cache")
     assert proc.returncode == 1 and "unknown field 'sise'" in proc.stdout, proc.stdout
+
+
+ROUTE = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: "{{ .Release.Name }}-route"}
+spec:
+  parentRefs: [{name: public}]
+  hostnames: [app.example.com]
+  rules:
+    - backendRefs: [{name: "{{ .Release.Name }}-web", port: {{ .Values.port }}}]
+      {{ .Values.field }}: [{path: {type: PathPrefix, value: /}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ("port: 8080\nfield: matches\n", None),
+        ("port: https\nfield: matches\n", "@ spec.rules[0].backendRefs[0].port: 'https' is not of type 'integer'"),
+        ("port: 8080\nfield: matchez\n", "@ spec.rules[0].matchez: unknown field 'matchez'; did you mean 'matches'?"),
+    ],
+    ids=["valid", "port-name", "typo"],
+)
+def test_the_gateway_apis_routes_are_bundled(tmp_path, capsys, values, error):
+    """An HTTPRoute (grafana's chart ships one) is judged with the bundled Gateway API standard channel, CEL rules
+    included, with no CRD handed over: no no-schema, and its errors named."""
+    chart = tmp_path / "charts" / "routed"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: routed\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text(values)
+    (chart / "templates" / "route.yaml").write_text(ROUTE)
+    code, out = _validate(capsys, str(chart), "--errors-only")
+    assert "no schema" not in out and "NOT CHECKED" not in out, out
+    assert (code, error is None or error in out) == (0 if error is None else 1, True), out
