@@ -326,6 +326,14 @@ REFUSALS = {
     "initializer": ("trainjob-torch.yaml",
                     lambda d: d["spec"].update(initializer={"dataset": {"storageUri": "hf://tatsu-lab/alpaca"}}),
                     "spec.initializer: dataset and model initializers have no equivalent"),
+    "command as a string": ("pytorchjob-mnist.yaml",
+                            lambda d: [pt_pod(d, r)["containers"][0].update(command="python /opt/mnist.py")
+                                       for r in ("Master", "Worker")],
+                            "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].command: "
+                            "'python /opt/mnist.py' is not a list of strings (Kubernetes takes a list: "
+                            "[sh, -c, 'python /opt/mnist.py'])"),
+    "two masters": ("pytorchjob-mnist.yaml", lambda d: d["spec"]["pytorchReplicaSpecs"]["Master"].update(replicas=2),
+                    "spec.pytorchReplicaSpecs.Master.replicas: 2 Masters: Kubeflow refuses more than one"),
     "override of another job": ("trainjob-torch.yaml",
                                 lambda d: d["spec"]["podTemplateOverrides"][0].update(
                                     targetJobs=[{"name": "dataset-initializer"}]),
@@ -339,6 +347,26 @@ def test_a_field_without_equivalent_is_refused_with_its_path(case: str) -> None:
     with pytest.raises(importer.ImportRefused) as info:
         importer.convert(changed(name, change), name)
     assert expected in str(info.value), str(info.value)
+
+
+def test_strings_yaml_1_1_would_retype_are_written_quoted(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`y`, `off`, `1e3`, `0x1F` and `12:30` are strings to PyYAML but a bool or a number to helm's YAML: written
+    bare they changed type (helm refused an env value of `y`); quoted, they reach the pods as the manifest had them."""
+    words = ["y", "off", "1e3", "0x1F", "12:30"]
+
+    def change(doc: dict[str, Any]) -> None:
+        for role in ("Master", "Worker"):
+            container = pt_pod(doc, role)["containers"][0]
+            container["env"] = [{"name": f"WORD_{i}", "value": word} for i, word in enumerate(words)]
+            container["args"] = [*container.get("args", []), *words]
+
+    job = importer.convert(changed("pytorchjob-mnist.yaml", change), "pytorchjob-mnist.yaml")
+    ((_, path, text),) = importer.write([job], tmp_path / "quoted.yaml")
+    assert all(f'"{word}"' in text for word in words), text
+    assert path is not None
+    result = render(CHARTS / job.chart, values_files=[path])
+    env = container_env(main_container(result.get("Job", "release-worker").body), 0)
+    assert [env[f"WORD_{i}"] for i in range(len(words))] == words, env
 
 
 @pytest.mark.parametrize(

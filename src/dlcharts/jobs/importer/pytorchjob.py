@@ -14,6 +14,11 @@ PT_ROLES = {"master": "worker", "worker": "worker"}
 def convert(job: Job, doc: Values) -> None:
     spec, path, specs, number = replicas_of(job, doc, "pytorchReplicaSpecs", ("elasticPolicy", "nprocPerNode"),
                                             PT_ROLES)  # fmt: skip
+    for rtype, (_, rspec) in specs.items():
+        masters = rspec.get("replicas", 1)
+        if rtype.lower() == "master" and isinstance(masters, int) and masters > 1:
+            job.refuse(f"{path}.{rtype}.replicas", f"{masters} Masters: Kubeflow refuses more than one (the Master "
+                       "is rank 0); set 1 and count the others as Worker replicas")  # fmt: skip
     pods = role_pods(job, specs, path, "pytorch")
     templates = {rtype: pod.settings for rtype, (pod, _) in pods.items()}
     if len(templates) == 2:

@@ -8,6 +8,7 @@ job's shape first. :func:`write` puts one job on stdout, or each job in a file.
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,26 @@ ORDER = ("chief", "ps", "worker", "evaluator", "nprocPerNode", "port", "elastic"
 
 
 class _Dumper(yaml.SafeDumper):
-    """YAML with lists of numbers on one line (an ExitCode rule's exit codes), and no anchors."""
+    """YAML with lists of numbers on one line (an ExitCode rule's exit codes), no anchors, and every string that YAML
+    1.1 would read as something else quoted (helm's YAML reads ``y``, ``off`` and ``1e3`` as a bool and a number
+    where PyYAML writes them bare)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+#: plain scalars a YAML 1.1 reader (helm's) takes for a bool, null or number: quoted when they are strings
+_RETYPED = re.compile(
+    r"(?:[yYnN~]|yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
+    r"|[-+]?(?:0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)"
+    r"|[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))"
+)
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = '"' if _RETYPED.fullmatch(data) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
 def _list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
@@ -75,6 +92,7 @@ def _list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
 
 
 _Dumper.add_representer(list, _list)
+_Dumper.add_representer(str, _str)
 
 
 def file_name(job: Imported) -> str:
