@@ -326,12 +326,6 @@ REFUSALS = {
     "initializer": ("trainjob-torch.yaml",
                     lambda d: d["spec"].update(initializer={"dataset": {"storageUri": "hf://tatsu-lab/alpaca"}}),
                     "spec.initializer: dataset and model initializers have no equivalent"),
-    "command as a string": ("pytorchjob-mnist.yaml",
-                            lambda d: [pt_pod(d, r)["containers"][0].update(command="python /opt/mnist.py")
-                                       for r in ("Master", "Worker")],
-                            "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].command: "
-                            "'python /opt/mnist.py' is not a list of strings (Kubernetes takes a list: "
-                            "[sh, -c, 'python /opt/mnist.py'])"),
     "two masters": ("pytorchjob-mnist.yaml", lambda d: d["spec"]["pytorchReplicaSpecs"]["Master"].update(replicas=2),
                     "spec.pytorchReplicaSpecs.Master.replicas: 2 Masters: Kubeflow refuses more than one"),
     "override of another job": ("trainjob-torch.yaml",
@@ -426,3 +420,42 @@ def test_cli_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     broken.write_text("kind: [TFJob\n")
     assert main(["import", str(broken)]) == 2
     assert "broken.yaml: not valid YAML" in capsys.readouterr().err
+
+
+def _pt_worker(doc: dict[str, Any]) -> dict[str, Any]:
+    return pt_pod(doc)["containers"][0]  # type: ignore[no-any-return]
+
+
+#: a field of the wrong type: (the change to pytorchjob-mnist.yaml, the refusal's line)
+WRONG_TYPES = {
+    "spec": (lambda d: d.update(spec="oops"), "spec: 'oops' is not a mapping"),
+    "metadata": (lambda d: d.update(metadata="x"), "metadata: 'x' is not a mapping (name, namespace, labels)"),
+    "labels": (lambda d: d["metadata"].update(labels=["a"]), "metadata.labels: ['a'] is not a mapping"),
+    "replica spec": (lambda d: d["spec"]["pytorchReplicaSpecs"].update(Worker=[1, 2]),
+                     "spec.pytorchReplicaSpecs.Worker: [1, 2] is not a mapping"),
+    "elastic policy": (lambda d: d["spec"].update(elasticPolicy=5), "spec.elasticPolicy: 5 is not a mapping"),
+    "run policy": (lambda d: d["spec"].update(runPolicy=3), "spec.runPolicy: 3 is not a mapping"),
+    "containers": (lambda d: pt_pod(d).update(containers="x"),
+                   "spec.pytorchReplicaSpecs.Worker.template.spec.containers: 'x' is not a list"),
+    "env": (lambda d: _pt_worker(d).update(env="A=b"),
+            "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].env: 'A=b' is not a list"),
+    "resources": (lambda d: _pt_worker(d).update(resources=[1]),
+                  "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources: [1] is not a mapping"),
+    "command": (lambda d: _pt_worker(d).update(command="python /opt/mnist.py"),  # not one argument per character
+                "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].command: 'python /opt/mnist.py' is not a "
+                "list"),
+    "node selector": (lambda d: pt_pod(d).update(nodeSelector=["a"]),
+                      "spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector: ['a'] is not a mapping"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(WRONG_TYPES))
+def test_a_field_of_the_wrong_type_is_refused_with_its_path_never_a_traceback(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, expected = WRONG_TYPES[case]
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(changed("pytorchjob-mnist.yaml", change)))
+    assert main(["import", str(manifest)]) == 1
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err, err

@@ -17,6 +17,8 @@ The parts, each importing only those above it:
 - ``replicas``: what the replica-spec kinds share (replica types as roles, restartPolicy, runPolicy and gang
   scheduling, the operator's named port).
 - ``torchrun``: the manifest's program under the chart's torchrun (PyTorchJob and TrainJob).
+- ``shapes``: the types of the manifest's fields, checked before a converter reads them (a wrong one is refused
+  with its path).
 - ``tfjob``, ``pytorchjob``, ``mpijob``, ``trainjob``: what is particular to each kind, its ``convert``.
 - here: which kind becomes which chart (:data:`CHARTS`) through which converter (:data:`CONVERTERS`), and the
   entry points :func:`read` (a file's jobs, or every refusal in it) and :func:`write`.
@@ -28,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlcharts.jobs.importer import mpijob, pytorchjob, tfjob, trainjob
+from dlcharts.jobs.importer import mpijob, pytorchjob, shapes, tfjob, trainjob
 from dlcharts.jobs.importer.common import ROLE_DEFAULTS, ImportRefused, Job, documents
 from dlcharts.jobs.importer.writer import Imported, Values, write
 
@@ -64,7 +66,13 @@ def convert(doc: Any, where: str) -> Imported:
         raise ImportRefused(f"{where}: {kind} {api}{hint} is not a job dlcharts import converts; it reads {known}")
     job = Job(where, doc, chart)
     job.unknown(doc, "", ("apiVersion", "kind", "metadata", "spec", "status"))
-    CONVERTERS[str(kind)](job, doc)
+    if not shapes.check(job, doc):
+        return job.result()  # refuses: the converters would misread fields of the wrong type
+    try:
+        CONVERTERS[str(kind)](job, doc)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field's type shapes.check does not know
+        job.refuse("(a field)", f"of a type dlcharts import did not expect ({type(exc).__name__}: {exc}); check the "
+                   f"manifest against the {kind} API, or report it with the manifest")  # fmt: skip
     return job.result()
 
 

@@ -32,7 +32,7 @@ class Job:
     def __init__(self, where: str, doc: Values, chart: str) -> None:
         self.where, self.chart = where, chart
         self.kind = str(doc.get("kind"))
-        meta = doc.get("metadata") or {}
+        meta: Values = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
         self.name = str(meta.get("name") or "")
         self.namespace = str(meta.get("namespace") or "")
         self.values: Values = {}

@@ -130,21 +130,9 @@ def convert_pod(job: Job, template: Values, path: str, main: str) -> Pod | None:
     ports = {}
     for i, port in enumerate(container.get("ports") or []):
         ports[str(port.get("name") or f"#{i}")] = int(port.get("containerPort", 0))
-    command = argv(job, container.get("command"), f"{cpath}.command")
-    args = argv(job, container.get("args"), f"{cpath}.args")
+    command = [str(a) for a in container["command"]] if container.get("command") else None
+    args = [str(a) for a in container["args"]] if container.get("args") else None
     return Pod(settings, command, args, ports, str(spec.get("schedulerName") or ""))
-
-
-def argv(job: Job, value: Any, path: str) -> list[str] | None:
-    """A container's command or args as a list of strings; None when absent. A string is refused (Kubernetes takes
-    only a list; one of its characters per argument would run nothing), as is a list holding a mapping or a list."""
-    if not value:
-        return None
-    if not isinstance(value, list) or any(isinstance(a, (dict, list)) for a in value):
-        example = f"[sh, -c, {value!r}]" if isinstance(value, str) else "[python, train.py]"
-        job.refuse(path, f"{value!r} is not a list of strings (Kubernetes takes a list: {example})")
-        return None
-    return [str(a) for a in value]
 
 
 def pod_metadata(job: Job, meta: Values, path: str, settings: Values) -> None:
