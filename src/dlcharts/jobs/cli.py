@@ -61,13 +61,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     problems = []
     for name in args.files:
         try:
-            jobs += importer.read(Path(name))
+            jobs += importer.read(Path(name), image_tag=args.image_tag)
         except importer.ImportRefused as exc:
             problems.append(str(exc))
     if problems:
         print("\n".join(problems), file=sys.stderr)
-        print("nothing written: every field above has no equivalent in our charts (or is not a job this reads); "
-              "change the manifest as each line says, or leave that job out", file=sys.stderr)  # fmt: skip
+        print("nothing written: change the manifest as each line above says (or the options it names), or leave that "
+              "job out", file=sys.stderr)  # fmt: skip
         return 1
     for job, path, text in importer.write(jobs, Path(args.output) if args.output else None):
         if path is None:
@@ -173,6 +173,12 @@ def _add_import(sub: Subparsers, epilog: str) -> None:
     imports.add_argument("files", nargs="+", metavar="FILE", help="YAML files, each with one or more manifests")
     imports.add_argument("-o", "--output", metavar="OUT", help="a folder (one <job name>.yaml per job; created when "
                          "missing) or, for one job, a .yaml file; default: stdout (one job)")  # fmt: skip
+    imports.add_argument(
+        "--image-tag",
+        metavar="TAG",
+        help="the published tag to run where a manifest's image has "
+        "none or `latest` (every pod of a job must run one image; without it such a job is refused)",
+    )
     imports.set_defaults(func=cmd_import)
 
 

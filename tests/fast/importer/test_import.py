@@ -326,6 +326,9 @@ REFUSALS = {
     "initializer": ("trainjob-torch.yaml",
                     lambda d: d["spec"].update(initializer={"dataset": {"storageUri": "hf://tatsu-lab/alpaca"}}),
                     "spec.initializer: dataset and model initializers have no equivalent"),
+    "placeholder image": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d).update(image="gcr.io/<project>/mnist:v1"),
+                          f"{TF_WORKER}.containers[0].image: 'gcr.io/<project>/mnist:v1' is a placeholder, not an "
+                          "image"),
     "two masters": ("pytorchjob-mnist.yaml", lambda d: d["spec"]["pytorchReplicaSpecs"]["Master"].update(replicas=2),
                     "spec.pytorchReplicaSpecs.Master.replicas: 2 Masters: Kubeflow refuses more than one"),
     "override of another job": ("trainjob-torch.yaml",
@@ -459,3 +462,27 @@ def test_a_field_of_the_wrong_type_is_refused_with_its_path_never_a_traceback(
     assert main(["import", str(manifest)]) == 1
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err, err
+
+
+def test_an_image_without_a_version_tag_runs_the_tag_given_with_image_tag(
+    render, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    """Kubeflow's own examples run `:latest`: refused with the way out named, and with --image-tag the job imports,
+    every role on the tag given (one image for every pod), the header saying so."""
+    manifest = tmp_path / "latest.yaml"
+    latest = changed("tfjob-dist-mnist.yaml",
+                     lambda d: [tf_container(d, r).update(image="kubeflow/tf-dist-mnist:latest")
+                                for r in ("Chief", "PS", "Worker")])  # fmt: skip
+    manifest.write_text(yaml.safe_dump(latest))
+    assert main(["import", str(manifest)]) == 1
+    err = capsys.readouterr().err
+    assert "has the tag latest" in err and "or import with --image-tag TAG" in err, err
+    assert "nothing written: change the manifest as each line above says (or the options it names)" in err, err
+    out = tmp_path / "values"
+    assert main(["import", str(manifest), "--image-tag", "v1.8.0", "-o", str(out)]) == 0
+    (values,) = out.iterdir()
+    text = values.read_text()
+    assert "'kubeflow/tf-dist-mnist:latest' runs as kubeflow/tf-dist-mnist:v1.8.0 (--image-tag)" in text, text
+    result = render(CHARTS / "tensorflow-dist", values_files=[values], namespace="kubeflow")
+    images = {main_container(job_of(result, f"release-{role}"))["image"] for role in ("chief", "ps", "worker")}
+    assert images == {"kubeflow/tf-dist-mnist:v1.8.0"}, images

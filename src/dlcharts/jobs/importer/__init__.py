@@ -52,9 +52,9 @@ CONVERTERS: dict[str, Callable[[Job, Values], None]] = {
 }
 
 
-def convert(doc: Any, where: str) -> Imported:
+def convert(doc: Any, where: str, image_tag: str | None = None) -> Imported:
     """One manifest (a parsed YAML document) as an :class:`Imported`; :class:`ImportRefused` lists every field
-    without an equivalent."""
+    without an equivalent. ``image_tag``: the tag to run where an image has none or ``latest``."""
     if not isinstance(doc, dict):
         raise ImportRefused(f"{where}: expected a Kubernetes object (a mapping), got a {type(doc).__name__}")
     api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -64,7 +64,7 @@ def convert(doc: Any, where: str) -> Imported:
         same = [a for a, k in CHARTS if k == kind]
         hint = f" (this importer reads {kind} {same[0]})" if same else ""
         raise ImportRefused(f"{where}: {kind} {api}{hint} is not a job dlcharts import converts; it reads {known}")
-    job = Job(where, doc, chart)
+    job = Job(where, doc, chart, image_tag)
     job.unknown(doc, "", ("apiVersion", "kind", "metadata", "spec", "status"))
     if not shapes.check(job, doc):
         return job.result()  # refuses: the converters would misread fields of the wrong type
@@ -76,13 +76,13 @@ def convert(doc: Any, where: str) -> Imported:
     return job.result()
 
 
-def read(path: Path) -> list[Imported]:
+def read(path: Path, image_tag: str | None = None) -> list[Imported]:
     """Every job of a (multi-document) YAML file; every refusal of the file in one error."""
     docs = documents(path)
     jobs, problems = [], []
     for i, doc in enumerate(docs):
         try:
-            jobs.append(convert(doc, f"{path}" if len(docs) == 1 else f"{path} document {i + 1}"))
+            jobs.append(convert(doc, f"{path}" if len(docs) == 1 else f"{path} document {i + 1}", image_tag))
         except ImportRefused as exc:
             problems.append(str(exc))
     if problems:

@@ -29,8 +29,8 @@ class ImportRefused(DLChartsError):
 class Job:
     """What one conversion collects: the values, and the lines of the header; refusals end it."""
 
-    def __init__(self, where: str, doc: Values, chart: str) -> None:
-        self.where, self.chart = where, chart
+    def __init__(self, where: str, doc: Values, chart: str, image_tag: str | None = None) -> None:
+        self.where, self.chart, self.image_tag = where, chart, image_tag
         self.kind = str(doc.get("kind"))
         meta: Values = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
         self.name = str(meta.get("name") or "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from typing import Any
 
 from dlcharts.jobs.importer.common import QUEUE_LABEL, Job
@@ -56,10 +57,18 @@ def split_image(job: Job, image: str, path: str) -> Values | None:
     slash = name.rfind("/")
     colon = name.rfind(":")
     repository, tag = (name[:colon], name[colon + 1 :]) if colon > slash else (name, "")
-    if not tag or tag == "latest":
-        job.refuse(path, f"{image!r} has {'the tag latest' if tag else 'no tag'}: our charts run a published version "
-                   "tag, so that every pod runs the same image; write the image with its version tag")  # fmt: skip
+    if re.search(r"[<>{}\s]", image):
+        job.refuse(path, f"{image!r} is a placeholder, not an image: write the image your cluster pulls")
         return None
+    if not tag or tag == "latest":
+        if not job.image_tag:
+            job.refuse(path, f"{image!r} has {'the tag latest' if tag else 'no tag'}: our charts run a published "
+                       "version tag, so that every pod runs the same image; write the image with its version tag, or "
+                       "import with --image-tag TAG")  # fmt: skip
+            return None
+        job.differs.append(f"{path}: {image!r} runs as {repository}:{job.image_tag} (--image-tag), where Kubeflow "
+                           "pulled whatever the tag pointed at when each pod started")  # fmt: skip
+        tag = job.image_tag
     return {"repository": repository, "tag": f"{tag}@{digest}" if digest else tag}
 
 
