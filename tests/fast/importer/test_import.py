@@ -486,3 +486,31 @@ def test_an_image_without_a_version_tag_runs_the_tag_given_with_image_tag(
     result = render(CHARTS / "tensorflow-dist", values_files=[values], namespace="kubeflow")
     images = {main_container(job_of(result, f"release-{role}"))["image"] for role in ("chief", "ps", "worker")}
     assert images == {"kubeflow/tf-dist-mnist:v1.8.0"}, images
+
+
+def test_an_env_var_read_from_kubeflows_pod_labels_reads_ours(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`training.kubeflow.org/replica-index` (and replica-type, job-name) are never on our pods: an env var read
+    from them reads the Job's completion index (and our component and instance labels); another Kubeflow label is
+    refused with what says the same here."""
+
+    def ref(name: str, label: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
+
+    def change(doc: dict[str, Any]) -> None:
+        for role in ("Chief", "PS", "Worker"):
+            tf_container(doc, role).setdefault("env", []).extend([
+                ref("INDEX", "training.kubeflow.org/replica-index"), ref("ROLE", "training.kubeflow.org/replica-type")
+            ])  # fmt: skip
+
+    job = importer.convert(changed("tfjob-dist-mnist.yaml", change), "tfjob-dist-mnist.yaml")
+    ((_, path, _),) = importer.write([job], tmp_path / "refs.yaml")
+    assert path is not None
+    result = render(CHARTS / job.chart, values_files=[path], namespace="kubeflow")
+    env = {e["name"]: e for e in main_container(job_of(result, "release-worker"))["env"]}
+    fields = {name: env[name]["valueFrom"]["fieldRef"]["fieldPath"] for name in ("INDEX", "ROLE")}
+    assert fields == {"INDEX": "metadata.annotations['batch.kubernetes.io/job-completion-index']",
+                      "ROLE": "metadata.labels['app.kubernetes.io/component']"}, fields  # fmt: skip
+    other = changed("tfjob-dist-mnist.yaml", lambda d: tf_container(d).setdefault("env", []).append(
+        ref("MASTER", "training.kubeflow.org/job-role")))  # fmt: skip
+    with pytest.raises(importer.ImportRefused, match=r"job-role'\]: our pods carry no such label; DL_TASK_INDEX"):
+        importer.convert(other, "tfjob-dist-mnist.yaml")

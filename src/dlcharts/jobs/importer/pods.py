@@ -191,7 +191,38 @@ def container_settings(job: Job, container: Values, cpath: str, settings: Values
     for field, key in CONTAINER_FIELDS.items():
         if container.get(field) not in (None, {}, [], ""):
             settings[key] = copy.deepcopy(container[field])
+    for i, var in enumerate(settings.get("env") or []):
+        kubeflow_field_ref(job, var, f"{cpath}.env[{i}]")
     convert_resources(job, container.get("resources") or {}, f"{cpath}.resources", settings)
+
+
+#: the labels Kubeflow's operators put on their pods, as the field paths of ours that say the same
+KUBEFLOW_FIELDS = {
+    "training.kubeflow.org/replica-index": "metadata.annotations['batch.kubernetes.io/job-completion-index']",
+    "training.kubeflow.org/replica-type": "metadata.labels['app.kubernetes.io/component']",
+    "training.kubeflow.org/job-name": "metadata.labels['app.kubernetes.io/instance']",
+}
+
+
+def kubeflow_field_ref(job: Job, var: Values, path: str) -> None:
+    """An env var read from a label of Kubeflow's pods reads ours instead (their labels are never on our pods); a
+    label with no counterpart is refused."""
+    ref = ((var.get("valueFrom") or {}).get("fieldRef") or {}) if isinstance(var.get("valueFrom"), dict) else {}
+    field = str(ref.get("fieldPath") or "")
+    label = next((k for k in ("training.kubeflow.org/", "kubeflow.org/") if k in field), None)
+    if label is None:
+        return
+    name = field.split("['", 1)[-1].rstrip("']")
+    ours = KUBEFLOW_FIELDS.get(name)
+    if ours is None:
+        job.refuse(f"{path}.valueFrom.fieldRef", f"{field}: our pods carry no such label; DL_TASK_INDEX and the "
+                   "app.kubernetes.io/component label say the pod's index and role")  # fmt: skip
+        return
+    ref["fieldPath"] = ours
+    job.carried.append(f"{path} ({var.get('name')}) from {ours}, where Kubeflow's pods had {name}")
+    if job.kind == "PyTorchJob" and name != "training.kubeflow.org/job-name":
+        job.differs.append(f"{var.get('name')}: Master and Worker are one role here, so its worker i was Kubeflow's "
+                           "Worker i-1 (the Master is worker 0) and its role reads worker")  # fmt: skip
 
 
 def volumes(job: Job, vols: list[Values], mounts: list[Values], path: str, cpath: str, settings: Values) -> None:
