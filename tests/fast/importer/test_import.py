@@ -514,3 +514,21 @@ def test_an_env_var_read_from_kubeflows_pod_labels_reads_ours(render, tmp_path: 
         ref("MASTER", "training.kubeflow.org/job-role")))  # fmt: skip
     with pytest.raises(importer.ImportRefused, match=r"job-role'\]: our pods carry no such label; DL_TASK_INDEX"):
         importer.convert(other, "tfjob-dist-mnist.yaml")
+
+
+def test_a_privileged_container_keeps_the_escalation_it_needs(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """RDMA guides run privileged: merged with the chart's allowPrivilegeEscalation false the API server refused the
+    pods; the import writes it true, and the render passes the API server's rules."""
+    doc = changed("tfjob-dist-mnist.yaml", lambda d: [tf_container(d, r).update(securityContext={"privileged": True})
+                                                      for r in ("Chief", "PS", "Worker")])  # fmt: skip
+    job = importer.convert(doc, "tfjob-dist-mnist.yaml")
+    ((_, path, text),) = importer.write([job], tmp_path / "privileged.yaml")
+    assert "so allowPrivilegeEscalation is true" in text, text
+    assert path is not None
+    result = render(CHARTS / job.chart, values_files=[path], namespace="kubeflow")
+    context = main_container(job_of(result, "release-worker"))["securityContext"]
+    assert context["privileged"] is True and context["allowPrivilegeEscalation"] is True, context
+    from dlcharts.schemas import validate_objects
+
+    errors = [f for f in validate_objects(result.objects.values(), "1.35.0") if "privileged" in f.message.lower()]
+    assert not errors, errors

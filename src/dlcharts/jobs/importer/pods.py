@@ -193,6 +193,15 @@ def container_settings(job: Job, container: Values, cpath: str, settings: Values
             settings[key] = copy.deepcopy(container[field])
     for i, var in enumerate(settings.get("env") or []):
         kubeflow_field_ref(job, var, f"{cpath}.env[{i}]")
+    context = settings.get("securityContext") or {}
+    if context.get("privileged") is True:  # the chart's allowPrivilegeEscalation: false would make it refused
+        if context.get("allowPrivilegeEscalation") is False:
+            job.refuse(f"{cpath}.securityContext", "privileged with allowPrivilegeEscalation false: the API server "
+                       "refuses the pair; drop one")  # fmt: skip
+        else:
+            context["allowPrivilegeEscalation"] = True
+            job.differs.append(f"{cpath}.securityContext: privileged, so allowPrivilegeEscalation is true (the chart's "
+                               "is false, and the API server refuses a privileged container without it)")  # fmt: skip
     convert_resources(job, container.get("resources") or {}, f"{cpath}.resources", settings)
 
 
