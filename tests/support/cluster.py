@@ -124,11 +124,19 @@ def crd_from_schemas(paths: list[Path]) -> dict[str, Any]:
     # Storage: the newest version (v1 > v1beta2 > v1beta1 > v1alpha1).
     versions.sort(key=lambda v: _version_rank(v["name"]), reverse=True)
     versions[0]["storage"] = True
-    plural = _plural(kind)
+    # the published CRD's plural and annotations (a *.k8s.io group's API approval, without which the API server
+    # refuses it), where it is bundled whole
+    original = _originals().get((group, kind))
+    plural = original["spec"]["names"]["plural"] if original else _plural(kind)
+    annotations = original["metadata"].get("annotations") if original else None
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}", "labels": {"app.kubernetes.io/managed-by": "dlcharts-tests"}},
+        "metadata": {
+            "name": f"{plural}.{group}",
+            "labels": {"app.kubernetes.io/managed-by": "dlcharts-tests"},
+            **({"annotations": annotations} if annotations else {}),
+        },
         "spec": {
             "group": group,
             "scope": scope,
@@ -155,6 +163,15 @@ def _plural(kind: str) -> str:
     if lower.endswith("y"):
         return lower[:-1] + "ies"
     return lower + "s"
+
+
+def _originals() -> dict[tuple[str, str], dict[str, Any]]:
+    """The bundled CRDs kept whole (src/dlcharts/crds/originals), by (group, kind)."""
+    found = {}
+    for path in (CRD_SCHEMAS / "originals").glob("*.json"):
+        crd = json.loads(path.read_text())
+        found[(crd["spec"]["group"], crd["spec"]["names"]["kind"])] = crd
+    return found
 
 
 def all_crds() -> list[dict[str, Any]]:
