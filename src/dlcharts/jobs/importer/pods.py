@@ -218,8 +218,7 @@ def kubeflow_field_ref(job: Job, var: Values, path: str) -> None:
     label with no counterpart is refused."""
     ref = ((var.get("valueFrom") or {}).get("fieldRef") or {}) if isinstance(var.get("valueFrom"), dict) else {}
     field = str(ref.get("fieldPath") or "")
-    label = next((k for k in ("training.kubeflow.org/", "kubeflow.org/") if k in field), None)
-    if label is None:
+    if "kubeflow.org/" not in field:
         return
     name = field.split("['", 1)[-1].rstrip("']")
     ours = KUBEFLOW_FIELDS.get(name)

@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 
+from dlcharts.findings import format_path
 from dlcharts.jobs.importer.common import Job
 
 #: per kind, the fields (a ``*`` stands for every key of a mapping) that must be mappings when present
@@ -92,7 +93,7 @@ def _kubernetes_types(job: Job, part: dict[str, Any], prefix: str) -> None:
         for leaf in [error, *(error.context or [])]:
             if leaf.validator != "type" or not leaf.absolute_path:
                 continue
-            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in leaf.absolute_path).lstrip(".")
+            path = format_path(leaf.absolute_path)
             where = f"{prefix}.{path}" if prefix else path
             job.refuse(where, f"{leaf.instance!r} is not {_named(leaf.validator_value)}")
 
