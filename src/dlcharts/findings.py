@@ -173,11 +173,17 @@ def report(findings: Sequence[Finding]) -> str:
         if finding.source != current:
             current = finding.source
             lines.append(f"  {current}")
-        where = f" @ {finding.path}" if finding.path else ""
-        version = f" (k8s {', '.join(found_on)})" if found_on else ""
-        level = "" if finding.is_error else f" ({finding.level})"
-        lines.append(f"    {finding.object}{where}: {finding.message} [{finding.check}]{version}{level}")
+        lines.append(f"    {line_of(finding, found_on)}")
     return "\n".join(lines)
+
+
+def line_of(finding: Finding, found_on: Sequence[str] = ()) -> str:
+    """One finding as a report's line: object, field, message, check, the versions it was found on, and its level
+    when it is not an error."""
+    where = f" @ {finding.path}" if finding.path else ""
+    version = f" (k8s {', '.join(found_on)})" if found_on else ""
+    level = "" if finding.is_error else f" ({finding.level})"
+    return f"{finding.object}{where}: {finding.message} [{finding.check}]{version}{level}"
 
 
 def _version_order(version: str) -> tuple[int, ...]:

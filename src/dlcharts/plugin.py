@@ -150,7 +150,7 @@ def pytest_testnodedown(node: Any, error: object) -> None:
             checks.not_run(what, minor, tool, reason)
 
 
-#: the level-warning findings assert_valid passed, by chart: {chart: {"renders": n, "found": {line: renders}}}
+#: the level-warning findings assert_valid passed, by chart: {chart: {"renders": n, "found": {line: its check}}}
 _WARNED: dict[str, dict[str, Any]] = {}
 #: how many of a chart's warnings the summary lists without --dlcharts-all-warnings
 SHOWN_WARNINGS = 5
@@ -158,22 +158,17 @@ SHOWN_WARNINGS = 5
 
 def _note_warnings(chart: str, findings: list[Finding]) -> None:
     """Keep a render's level-warning findings for the summary (a finding seen in several renders is one line)."""
-    if not findings:
-        return
-    entry = _WARNED.setdefault(chart, {"renders": 0, "found": {}})
-    entry["renders"] += 1
-    for finding in findings:
-        where = f" @ {finding.path}" if finding.path else ""
-        line = f"{finding.object}{where}: {finding.message} [{finding.check}] ({finding.level})"
-        entry["found"][line] = entry["found"].get(line, 0) + 1
+    from dlcharts.findings import line_of
+
+    if findings:
+        _merge_warnings({chart: {"renders": 1, "found": {line_of(f): f.check for f in findings}}})
 
 
 def _merge_warnings(other: dict[str, dict[str, Any]]) -> None:
     for chart, theirs in other.items():
         entry = _WARNED.setdefault(chart, {"renders": 0, "found": {}})
         entry["renders"] += theirs["renders"]
-        for line, count in theirs["found"].items():
-            entry["found"][line] = entry["found"].get(line, 0) + count
+        entry["found"].update(theirs["found"])
 
 
 def _warnings_summary(every: bool) -> list[str]:
@@ -185,8 +180,7 @@ def _warnings_summary(every: bool) -> list[str]:
     for chart, entry in sorted(_WARNED.items()):
         found = entry["found"]
         by_check: dict[str, int] = {}
-        for line in found:
-            check = line.rsplit(" [", 1)[1].split("]", 1)[0]
+        for check in found.values():
             by_check[check] = by_check.get(check, 0) + 1
         counts = ", ".join(f"{check} {n}" for check, n in sorted(by_check.items()))
         lines.append(f"  {chart}: {len(found)} warning(s) in {entry['renders']} render(s) ({counts})")
