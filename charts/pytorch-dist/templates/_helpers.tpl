@@ -50,10 +50,10 @@ plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML l
   value: {{ $master | quote }}
 - name: PET_MASTER_PORT
   value: {{ $port | quote }}
-{{- if not (kindIs "invalid" $v.elastic.minWorkers) }}
 - name: TORCH_DISABLE_SHARE_RDZV_TCP_STORE
   value: "1"
-{{- end }}
+- name: DL_RESTARTS_IN_POD
+  value: {{ $v.restartsInPod | int | quote }}
 {{- if not (kindIs "invalid" $v.elastic.maxRestarts) }}
 - name: PET_MAX_RESTARTS
   value: {{ $v.elastic.maxRestarts | int | quote }}
@@ -80,9 +80,7 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
 {{- $args := list "/opt/dl-charts/bench_ddp.py" "--steps" (toString (int $b.steps)) "--warmup-steps" (toString (int $b.warmupSteps)) "--batch-size" (toString (int $b.batchSize)) "--image-size" (toString (int $b.imageSize)) -}}
 {{- if $b.amp }}{{ $args = append $args "--amp" }}{{ end -}}
 {{- $program := include "dl-common.script.program" (dict "command" (list "torchrun") "args" $args "context" .) | fromJson -}}
-{{- if not (kindIs "invalid" .Values.elastic.minWorkers) -}}
-{{- $_ := set $program "command" (concat (list "sh" "-c" (include "pytorch-dist.elasticLeave" .)) $program.command) -}}
-{{- end -}}
+{{- $_ := set $program "command" (concat (list "sh" "-c" (include "pytorch-dist.inPod" .)) $program.command) -}}
 {{- toJson (dict
   "role" "worker"
   "count" (int .Values.worker)
@@ -100,16 +98,20 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
 {{- end -}}
 
 {{/*
-pytorch-dist.elasticLeave: the `sh -c` program that runs torchrun ($0 "$@") in elastic mode, so that a worker pod
-Kubernetes stops (deleted, preempted, evicted, scaled down) leaves the job instead of ending it. torchrun's
-agent answers SIGTERM by closing the rendezvous for every node (each then exits with RendezvousClosedError);
-a node that vanishes is what elastic training handles. So on SIGTERM the agent gets SIGKILL: the other
-agents' collectives fail, they restart their worker group (one of elastic.maxRestarts) and rendezvous again
-with at least elastic.minWorkers nodes, and the Job's replacement pod joins that rendezvous or the next.
-TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (pytorch-dist.env) is the other half: without it torch >= 2.4 hands
-out the first round's store address in every later round, and a replacement node waits for it until the
-store times out.
+pytorch-dist.inPod: the `sh -c` program that runs torchrun ($0 "$@") in every worker pod, in two ways that keep a
+worker pod's loss from costing the others theirs:
+- torchrun runs again in the same pod, up to DL_RESTARTS_IN_POD (restartsInPod) times, when it fails. When a peer
+  pod vanishes, every other torchrun fails at once (its collectives lose the peer); run again, worker 0's hosts a
+  fresh rendezvous that the others and the peer's replacement join within seconds. torchrun's own restart
+  (elastic.maxRestarts) keeps the old round instead, which lists the vanished node until its heartbeats expire (15 s
+  in torch 2.6, not configurable), and failing the pod would cost the Job controller's back-off (10 s and more) and a
+  new pod. The count stays small: a program that fails by itself fails restartsInPod + 1 times per pod attempt.
+- When Kubernetes stops the pod (deleted, preempted, evicted, scaled down) torchrun gets SIGKILL instead of the
+  SIGTERM it answers by closing the rendezvous for every node (each would then exit with RendezvousClosedError, and
+  an elastic run would end): the others see a node that vanished. TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1
+  (pytorch-dist.env) goes with it: without it torch >= 2.4 hands later rounds the first round's store address, and
+  a replacement node waits for it until the store times out.
 */}}
-{{- define "pytorch-dist.elasticLeave" -}}
-"$0" "$@" & agent=$!; trap 'kill -KILL $agent; exit 143' TERM; wait $agent
+{{- define "pytorch-dist.inPod" -}}
+n=0; while :; do "$0" "$@" & agent=$!; trap 'kill -KILL $agent; exit 143' TERM; wait $agent; rc=$?; [ "$rc" -eq 0 ] && exit 0; [ "$n" -ge "$DL_RESTARTS_IN_POD" ] && exit "$rc"; n=$((n + 1)); echo "pytorch-dist: $0 exited with $rc; running it again in this pod ($n of $DL_RESTARTS_IN_POD)" >&2; sleep 1; done
 {{- end -}}

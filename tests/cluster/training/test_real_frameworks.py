@@ -35,6 +35,7 @@ from dlcharts.cluster import ClusterHandle
 from dlcharts.install import Kube
 from dlcharts.jobs import run
 from tests.support import CHARTS
+from tests.support.cluster import delete_volume, shared_folder_claim
 from tests.support.real_node import assert_spread
 
 pytestmark = pytest.mark.cluster
@@ -109,49 +110,59 @@ def test_mxnet_dist_sync_with_scheduler_two_servers_two_workers(real_run, embedd
     assert re.search(r"bench_mx: step 20/20 loss \d", log)
 
 
-def test_pytorch_elastic_worker_deleted_mid_run_rejoins_without_ending_the_job(
-    real_run, embedded_cluster: ClusterHandle
+def test_pytorch_worker_deleted_mid_run_is_replaced_and_every_rank_resumes_from_the_checkpoint_in_place(
+    real_run, embedded_cluster: ClusterHandle, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    """Elastic mode (PET_NNODES=1:2): worker 1's pod is deleted mid-training. Its torchrun leaves without
-    closing the rendezvous (the chart's SIGTERM handling), worker 0's torchrun restarts its worker group in the
-    same pod (one of elastic.maxRestarts) and rendezvous again, and the Job's replacement for index 1 joins:
-    training starts over in a world of 2 and the Job completes, with one failed pod (the deleted one)."""
+    """pytorch-dist's defaults (fixed size, restartsInPod 3) with a checkpoint volume: worker 1's pod is deleted at
+    step 30 of 100 (rank 0's line; it saves a checkpoint right after it). Its torchrun leaves without closing the rendezvous (the chart's SIGTERM handling); worker 0's
+    torchrun fails (its collective lost the peer) and runs again in the same pod, hosting a fresh rendezvous that
+    the Job's replacement for index 1 joins: the ranks resume from the last checkpoint (step 30, or 20 if the deletion cut that save off) and the Job
+    completes with no new pod for index 0."""
     steps = 100
-    trigger = re.compile(rf"^\[el-worker-0-\w+/worker\] bench_ddp: step {steps // 5}/{steps} loss")
-    delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "el-worker", 1)
+    trigger = re.compile(rf"^\[del-worker-0-\w+/worker\] bench_ddp: step 30/{steps} loss")
+    delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "del-worker", 1)
+    volumes: list[str] = []
+
+    def claim(namespace: str) -> None:
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            volumes.append(shared_folder_claim(kube, namespace, "ckpt", tmp_path / "checkpoints"))
 
     def on_line(line: str) -> None:
         delete_worker_1(line)
-        if (
-            "at" in fault
-            and "rejoined" not in fault
-            and re.match(r"^\[el-worker-0-\w+/worker\] bench_ddp: rank 0/2 ", line)
-        ):
-            fault["rejoined"] = time.time()
+        if "at" in fault and "resumed" not in fault and re.search(r"bench_ddp: resumed from step \d+ ", line):
+            fault["resumed"] = time.time()
 
-    result, log = real_run(
-        "pytorch-dist", "el", "--set", "worker=2", "--set", "elastic.minWorkers=1", "--set", "elastic.maxRestarts=3",
-        "--set", f"benchmark.steps={steps}", on_line=on_line,
-    )  # fmt: skip
+    try:
+        result, log = real_run(
+            "pytorch-dist", "del", "--set", "worker=2", "--set", f"benchmark.steps={steps}",
+            "--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt", "--set", "checkpoint.everySteps=10",
+            before=claim, on_line=on_line,
+        )  # fmt: skip
+    finally:
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            for volume in volumes:
+                delete_volume(kube, volume)
     assert "pod" in fault, fault
     assert result.ok, result.problem
-    assert result.jobs == {"el-worker": "Complete"}
-    survivors = [p for p in result.pods if p.name.startswith("el-worker-0-")]
-    assert len(survivors) == 1 and survivors[0].phase == "Succeeded", result.pods  # no retry of index 0
+    assert result.jobs == {"del-worker": "Complete"}
+    survivors = [p for p in result.pods if p.name.startswith("del-worker-0-")]
+    assert len(survivors) == 1 and survivors[0].phase == "Succeeded", result.pods  # no new pod for index 0
     worker0 = survivors[0].name
-    # the survivor's torchrun rendezvoused twice, in the same pod: before the fault and after it
-    assert len(re.findall(rf"\[{worker0}/worker\] bench_ddp: rank 0/2 on el-worker-0 ", log)) == 2, log
-    assert re.search(rf"\[{worker0}/worker\] .*Connection (closed|reset) by peer", log), log
+    assert re.search(rf"\[{worker0}/worker\] .*Connection (closed|reset) by peer", log), log[-3000:]
+    assert re.search(rf"\[{worker0}/worker\] pytorch-dist: torchrun exited with 1; running it again in this pod "
+                     r"\(1 of 3\)", log), log[-3000:]  # fmt: skip
     assert "RendezvousClosedError" not in log
+    resumed = re.findall(r"bench_ddp: resumed from step (\d+) ", log)  # rank 0's line; c10d picks its pod
+    assert resumed in (["20"], ["30"]), resumed
     checksums = re.findall(
-        r"\[(el-worker-\d)-\w+/worker\] bench_ddp: rank \d final parameters sha256 ([0-9a-f]{64})", log
+        r"\[(del-worker-\d)-\w+/worker\] bench_ddp: rank \d final parameters sha256 ([0-9a-f]{64})", log
     )
-    assert sorted(pod for pod, _ in checksums) == ["el-worker-0", "el-worker-1"], checksums
-    assert len({digest for _, digest in checksums}) == 1, checksums
+    assert sorted({pod for pod, _ in checksums}) == ["del-worker-0", "del-worker-1"], checksums
+    assert len({digest for _, digest in checksums[-2:]}) == 1, checksums
     assert result.settled_seconds is not None
     print(
-        f"deleted worker 1 at step {steps // 5}/{steps}; worker 0's torchrun rendezvoused again with the replacement "
-        f"{fault['rejoined'] - fault['at']:.0f}s later (pod {worker0} kept); job {result.seconds:.0f}s"
+        f"deleted worker 1 at step 30/{steps}; the ranks resumed from step {resumed[0]} {fault['resumed'] - fault['at']:.0f}s "
+        f"later (pod {worker0} kept, its torchrun run again in place); job {result.seconds:.0f}s"
     )
 
 

@@ -62,10 +62,13 @@ def train_py(tmp_path):
 
 
 def program(container: dict) -> list[str]:
-    """What a container runs: command + args, or, under the watchdog (sh -c <script> dl-watchdog), its args."""
+    """What a container runs: command + args; under the watchdog (/bin/sh -c <script> dl-watchdog), its args; under
+    pytorch-dist's in-pod reruns (sh -c <script> torchrun), what follows the script."""
     command, args = container.get("command", []), container.get("args", [])
     if command[:2] == ["/bin/sh", "-c"]:
         return args
+    if command[:2] == ["sh", "-c"]:
+        return command[3:] + args
     return command + args
 
 

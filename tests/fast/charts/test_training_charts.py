@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -258,6 +259,24 @@ def test_pytorch_elastic_range(render):
     env = container_env(main_container(render(CHARTS / "pytorch-dist", set=["worker=4", "elastic.minWorkers=2"])
                                        .get("Job", "release-worker").body), 0)  # fmt: skip
     assert env["PET_NNODES"] == "2:4"
+
+
+@pytest.mark.parametrize(("fails", "restarts", "runs", "code"), [(1, 3, 2, 0), (5, 3, 4, 7), (1, 0, 1, 7)])
+def test_pytorch_reruns_torchrun_in_the_same_pod_up_to_restarts_in_pod(render, tmp_path, fails, restarts, runs, code):
+    """The worker's command, run by sh as the pod runs it, with a torchrun that exits 7 its first ``fails`` times:
+    run again up to restartsInPod times, the last exit code kept."""
+    job = render(CHARTS / "pytorch-dist", set=[f"restartsInPod={restarts}"]).get("Job", "release-worker").body
+    container = main_container(job)
+    command, env = container["command"], container_env(container, 0)
+    assert command[:2] == ["sh", "-c"] and command[3] == "torchrun", command
+    counter, fake = tmp_path / "runs", tmp_path / "torchrun"
+    fake.write_text(f'#!/bin/sh\necho x >> {counter}\n[ "$(wc -l < {counter})" -gt {fails} ] || exit 7\n')
+    fake.chmod(0o755)
+    pod_env = {"PATH": os.environ["PATH"], "DL_RESTARTS_IN_POD": env["DL_RESTARTS_IN_POD"]}
+    proc = subprocess.run([*command[:3], str(fake), *container["args"]], capture_output=True, text=True, timeout=60,
+                          env=pod_env)  # fmt: skip
+    assert (proc.returncode, len(counter.read_text().split())) == (code, runs), proc.stderr
+    assert proc.stderr.count("running it again in this pod") == min(fails, restarts), proc.stderr
 
 
 def test_mxnet_dmlc_environment(render):
