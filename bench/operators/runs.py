@@ -159,6 +159,13 @@ def run_operator(
     }
 
 
+def restarted(injected: str, line: str) -> bool:
+    """Whether ``line``, a training-step line after the fault's, is the job training again: a step (or warm-up) count
+    no later than the one the fault was injected at (a retry counts from its checkpoint or from the start)."""
+    first, now = (re.search(r"(\d+)", text) for text in (injected.split("] ", 1)[-1], line.split("] ", 1)[-1]))
+    return bool(first and now and int(now.group(1)) <= int(first.group(1)))
+
+
 def fault_ours(
     kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float, inject: Inject | None,
     spread: bool = False, api_server: str | None = None,
@@ -180,9 +187,20 @@ def fault_ours(
             found.update(inject(kube, namespace), at=time.monotonic(), at_wall=time.time())
 
     def write(line: str) -> None:
-        if inject is not None and "injecting" not in found and re.search(job.step, line):
-            found["injecting"] = True
+        step = re.search(job.step, line)
+        if inject is not None and "injecting" not in found and step:
+            found.update(injecting=True, injected_line=line)
             threading.Thread(target=injecting, daemon=True).start()
+        elif (
+            step
+            and "at" in found
+            and "again_after_fault_s" not in found
+            and ("resumed_from" in found or restarted(found["injected_line"], line))
+        ):
+            found["again_after_fault_s"] = round(time.monotonic() - found["at"], 1)
+        resumed = re.search(r"resumed from (?:step|iteration) (\d+)", line)
+        if resumed and "at" in found:
+            found["resumed_from"] = int(resumed.group(1))
 
     started = time.monotonic()
     with Kube.from_kubeconfig(kubeconfig) as kube:
@@ -203,6 +221,9 @@ def fault_ours(
         delete_namespace(kube, namespace)
     at, at_wall = found.pop("at", None), found.pop("at_wall", None)
     found.pop("injecting", None)
+    found.pop("injected_line", None)
+    if "again_after_fault_s" in found:
+        found.setdefault("resumed_from", 0)
     return {
         **found,
         "system": "ours",
