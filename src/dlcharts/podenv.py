@@ -45,8 +45,21 @@ def container_env(container: dict[str, Any], index: int) -> dict[str, str]:
     return env
 
 
+#: the pod annotation naming the container ``kubectl logs`` shows by default: a role that runs its image's own
+#: entrypoint beside the watchdog has its program there, in a native sidecar (dl-common.pod.watchSidecar)
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+
 def main_container(job: dict[str, Any]) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = job["spec"]["template"]["spec"]["containers"]
+    """The container of a Job's pods that runs the role's program: the first, or the one the default-container
+    annotation names (then possibly a native sidecar among the init containers)."""
+    template = job["spec"]["template"]
+    spec = template["spec"]
+    containers: list[dict[str, Any]] = spec["containers"]
+    named = ((template.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+    for container in [*containers, *(spec.get("initContainers") or [])] if named else ():
+        if container.get("name") == named:
+            return container
     return containers[0]
 
 
