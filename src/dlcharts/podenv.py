@@ -57,10 +57,8 @@ def main_container(job: dict[str, Any]) -> dict[str, Any]:
     spec = template["spec"]
     containers: list[dict[str, Any]] = spec["containers"]
     named = ((template.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
-    for container in [*containers, *(spec.get("initContainers") or [])] if named else ():
-        if container.get("name") == named:
-            return container
-    return containers[0]
+    candidates: list[dict[str, Any]] = [*containers, *(spec.get("initContainers") or [])] if named else []
+    return next((c for c in candidates if c.get("name") == named), containers[0])
 
 
 CLUSTER_DIR_ENV = "DL_CLUSTER_DIR"  # where a pod finds the release's cluster ConfigMap (dl-common.cluster.*)
