@@ -17,7 +17,9 @@ from dlcharts.helm import find_helm
 SYSTEMS = ("ours", "training-operator", "trainer", "mpi-operator")
 #: the environment our charts set that an operator sets its own way (rendezvous, ranks, TF_CONFIG), or that only
 #: our wiring reads
-OUR_WIRING = re.compile(r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|O?MPI_|HOROVOD_|WORLD_SIZE|RANK)")
+OUR_WIRING = re.compile(
+    r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|O?MPI_|HOROVOD_|WORLD_SIZE|RANK|TORCH_DISABLE_SHARE_RDZV)"
+)
 #: our charts' volumes that carry our own wiring (the peers' host names; the MPI charts' hostfile, SSH setup and
 #: passwd entry)
 OUR_VOLUMES = ("cluster", "mpi-config", "mpi-home", "mpi-etc", "mpi-ssh-secret")
@@ -80,10 +82,13 @@ def _job_of(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
 
 def program(container: dict[str, Any]) -> list[str]:
     """The program a container of ours runs: its args when its command is our shell wrapper (``/bin/sh -c SCRIPT
-    dl-entrypoint``, which composes TF_CONFIG and the like, then runs ``"$@"``), else command and args."""
+    dl-entrypoint``, which composes TF_CONFIG and the like, then runs ``"$@"``); what follows the script under
+    pytorch-dist's in-pod reruns (``sh -c SCRIPT torchrun``); else command and args."""
     command, args = list(container.get("command") or []), list(container.get("args") or [])
     if command[:2] == ["/bin/sh", "-c"] and command[3:4] == ["dl-entrypoint"]:
         return args
+    if command[:2] == ["sh", "-c"]:
+        return command[3:] + args
     return command + args
 
 

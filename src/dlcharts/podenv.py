@@ -45,9 +45,20 @@ def container_env(container: dict[str, Any], index: int) -> dict[str, str]:
     return env
 
 
+#: the pod annotation naming the container ``kubectl logs`` shows by default: a role that runs its image's own
+#: entrypoint beside the watchdog has its program there, in a native sidecar (dl-common.pod.watchSidecar)
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+
 def main_container(job: dict[str, Any]) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = job["spec"]["template"]["spec"]["containers"]
-    return containers[0]
+    """The container of a Job's pods that runs the role's program: the first, or the one the default-container
+    annotation names (then possibly a native sidecar among the init containers)."""
+    template = job["spec"]["template"]
+    spec = template["spec"]
+    containers: list[dict[str, Any]] = spec["containers"]
+    named = ((template.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+    candidates: list[dict[str, Any]] = [*containers, *(spec.get("initContainers") or [])] if named else []
+    return next((c for c in candidates if c.get("name") == named), containers[0])
 
 
 CLUSTER_DIR_ENV = "DL_CLUSTER_DIR"  # where a pod finds the release's cluster ConfigMap (dl-common.cluster.*)

@@ -12,16 +12,20 @@
 #:    otherwise it releases every worker over SSH (they exit 0 and free their GPUs at once). On failure it
 #:    leaves them up for a launcher retry (their watchdog stops them once the launcher is gone for good);
 #: 5. exits with the command's status (1 after lost workers).
+#: With MPI_WAIT_ONLY=true (the launcher runs its image's own entrypoint, `imageEntrypoint`) it is the mpi-wait init
+#: container instead: step 1 only, then exit 0, and the main container runs the launch line; the workers then stop
+#: through their watchdog.
 # mpi-launcher: waits for the MPI workers, runs the launcher command, checks and releases the workers (dl-charts)
 set -u
 say() { echo "mpi-launcher: $*"; }
 die() { echo "mpi-launcher: ERROR: $*" >&2; exit 1; }
 last() { printf '%s\n' "$1" | tr -d '\r' | sed '/^[[:space:]]*$/d' | tail -n 1; }
-[ "$#" -gt 0 ] || die "no command given"
+wait_only="${MPI_WAIT_ONLY:-false}"
+[ "$#" -gt 0 ] || [ "$wait_only" = true ] || die "no command given"
 trap 'say "terminated while waiting for the workers"; exit 143' TERM INT
 command -v ssh >/dev/null 2>&1 || die "this image has no ssh client; MPI launchers need openssh-client"
 [ -r "$MPI_SSH_DIR/config" ] || die "$MPI_SSH_DIR/config is missing; the mpi-setup init container did not run"
-if [ "${MPI_LAUNCHER_SSHD:-false}" = true ]; then
+if [ "${MPI_LAUNCHER_SSHD:-false}" = true ] && [ "$wait_only" != true ]; then
   say "this launcher also runs ranks: starting its own sshd"
   sh /etc/mpi/mpi-sshd.sh &
 fi
@@ -89,6 +93,10 @@ while :; do
   sleep "$MPI_WAIT_INTERVAL" &
   wait $!
 done
+if [ "$wait_only" = true ]; then
+  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
+  exit 0
+fi
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
 # let the run pass as a success, and Open MPI 5's prterun exits 0 after "PRTE has lost communication with a
 # remote daemon". Elastic runs (MPI_WAIT_MIN set: Horovod elastic) are left out: there workers leave and join

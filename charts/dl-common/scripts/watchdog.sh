@@ -9,7 +9,10 @@
 #: completes and frees its GPU and node. A pod that replaces a failed one (DL_WATCH_RETRY, the Job's per-index
 #: failure count, is not 0) counts the misses from its start: the pods it serves may have finished for good
 #: before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. If
-#: the program exits on its own, its exit status is passed through. Uses getent (glibc images) or python.
+#: the program exits on its own, its exit status is passed through. Without a program (a role that runs its image's
+#: own entrypoint, `imageEntrypoint`, in a native sidecar beside this one: dl-common.pod.template) it only watches,
+#: and exits 0 at the same point; the kubelet then stops the sidecar and the pod completes. Uses getent (glibc
+#: images) or python.
 addresses() {
   if command -v getent >/dev/null 2>&1; then getent ahosts "$1" 2>/dev/null
   else
@@ -22,17 +25,24 @@ for g in $DL_WATCH_GROUPS; do
   job="${g%:*}"; n="${g##*:}"; i=0
   while [ "$i" -lt "$n" ]; do hosts="$hosts $job-$i.$DL_PEER_DOMAIN"; i=$((i + 1)); done
 done
-"$@" &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
-echo "watchdog: started $1 (pid $child); it will be stopped once none of [$DL_WATCH_GROUPS] is ready any more"
+child=""
+if [ "$#" -gt 0 ]; then
+  "$@" &
+  child=$!
+  trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+  echo "watchdog: started $1 (pid $child); it will be stopped once none of [$DL_WATCH_GROUPS] is ready any more"
+else
+  trap 'exit 143' TERM INT
+  echo "watchdog: the program is the image's entrypoint in the sidecar beside this container; this pod completes once none of [$DL_WATCH_GROUPS] is ready any more"
+fi
+running() { [ -z "$child" ] || kill -0 "$child" 2>/dev/null; }
 seen=0; misses=0
 if [ "${DL_WATCH_RETRY:-0}" != 0 ]; then
   # a replacement of a failed pod: what it serves may have ended meanwhile, so it never shows up; count from now
   echo "watchdog: this pod replaces a failed one (failure ${DL_WATCH_RETRY}); it stops unless one of [$DL_WATCH_GROUPS] is ready within $DL_WATCH_MISSES checks"
   seen=1
 fi
-while kill -0 "$child" 2>/dev/null; do
+while running; do
   sleep "$DL_WATCH_INTERVAL" & wait $!
   up=0
   # shellcheck disable=SC2046,SC2005 # echo joins the addresses, one a line, into words (IPs hold no glob characters)
@@ -51,6 +61,7 @@ while kill -0 "$child" 2>/dev/null; do
     misses=$((misses + 1))
     echo "watchdog: none of [$DL_WATCH_GROUPS] is ready ($misses/$DL_WATCH_MISSES)"
     if [ "$misses" -ge "$DL_WATCH_MISSES" ]; then
+      if [ -z "$child" ]; then echo "watchdog: the pods this role serves have finished; ending this pod"; exit 0; fi
       echo "watchdog: the pods this role serves have finished; stopping $1"
       kill -TERM "$child" 2>/dev/null
       t=0

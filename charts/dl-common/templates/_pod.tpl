@@ -67,14 +67,8 @@ A name set twice is an error reported by dl-common.validate.role (not silently d
 {{- $s := .settings -}}
 {{- $env := list (dict "name" "DL_TASK_INDEX" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.annotations['batch.kubernetes.io/job-completion-index']"))) -}}
 {{- $env = concat $env (.env | default list) (include "dl-common.checkpoint.env" . | fromYamlArray) -}}
-{{- if .watch -}}
-{{- $wd := .context.Values.watchdog -}}
-{{- $env = append $env (dict "name" "DL_WATCH_GROUPS" "value" (include "dl-common.peers.groups" (dict "roles" .watch "context" .context))) -}}
-{{- $env = append $env (dict "name" "DL_PEER_DOMAIN" "value" (include "dl-common.peers.domain" .)) -}}
-{{- $env = append $env (dict "name" "DL_WATCH_READY" "value" (printf "%s.%s.svc" (include "dl-common.service.readyName" .) .context.Release.Namespace)) -}}
-{{- $env = append $env (dict "name" "DL_WATCH_INTERVAL" "value" (toString (int $wd.intervalSeconds))) -}}
-{{- $env = append $env (dict "name" "DL_WATCH_MISSES" "value" (toString (int $wd.missedChecks))) -}}
-{{- $env = append $env (dict "name" "DL_WATCH_RETRY" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.annotations['batch.kubernetes.io/job-index-failure-count']"))) -}}
+{{- if and .watch (not (include "dl-common.pod.watchSidecar" .)) -}}
+{{- $env = concat $env (include "dl-common.pod.watchEnv" . | fromJsonArray) -}}
 {{- end -}}
 {{- $userNames := dict -}}
 {{- range ($s.env | default list) -}}
@@ -91,6 +85,65 @@ A name set twice is an error reported by dl-common.validate.role (not silently d
 {{- end -}}
 
 {{/*
+dl-common.pod.watchEnv: the watchdog's variables (dl-common.pod.watchdogScript) for "watch" (role -> count), as a
+JSON list of EnvVar dicts: in the main container's env (dl-common.pod.env), or in the watchdog container of a role
+that runs its image's entrypoint (dl-common.pod.watchSidecar).
+  {{- $env := include "dl-common.pod.watchEnv" (dict "watch" $watch "context" $) | fromJsonArray -}}
+*/}}
+{{- define "dl-common.pod.watchEnv" -}}
+{{- $wd := .context.Values.watchdog -}}
+{{- toJson (list
+  (dict "name" "DL_WATCH_GROUPS" "value" (include "dl-common.peers.groups" (dict "roles" .watch "context" .context)))
+  (dict "name" "DL_PEER_DOMAIN" "value" (include "dl-common.peers.domain" .))
+  (dict "name" "DL_WATCH_READY" "value" (printf "%s.%s.svc" (include "dl-common.service.readyName" .) .context.Release.Namespace))
+  (dict "name" "DL_WATCH_INTERVAL" "value" (toString (int $wd.intervalSeconds)))
+  (dict "name" "DL_WATCH_MISSES" "value" (toString (int $wd.missedChecks)))
+  (dict "name" "DL_WATCH_RETRY" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.annotations['batch.kubernetes.io/job-index-failure-count']")))) -}}
+{{- end -}}
+
+{{/*
+dl-common.pod.watchSidecar: "true" when a role's program runs in a native sidecar beside the watchdog, else "": the
+role runs its image's own entrypoint (settings.imageEntrypoint) and never ends by itself ("watch" is given), so no
+wrapper can stop it and exit 0 (the entrypoint is unknown when the chart renders). The image's container is then an
+init container with restartPolicy Always, and the pod's one regular container is the watchdog, in the role's image
+(dl-common.pod.watchdogContainer), which exits 0 once the pods the role serves are gone: the kubelet stops the
+sidecar and the pod completes, as under the wrapper. A program that fails is restarted in place by the kubelet
+(Kubeflow's OnFailure), not by the Job. Native sidecars need Kubernetes 1.29 (dl-common.validate.entrypoint).
+  {{- if include "dl-common.pod.watchSidecar" (dict "watch" $watch "settings" $s) }}...{{ end }}
+*/}}
+{{- define "dl-common.pod.watchSidecar" -}}
+{{- if and .watch (.settings | default dict).imageEntrypoint -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+dl-common.pod.watchdogContainer: the regular container of a pod whose program is a native sidecar
+(dl-common.pod.watchSidecar): the role's image runs dl-common.pod.watchdogScript without a program, with the
+watchdog's variables (dl-common.pod.watchEnv), peerWait.resources and the role's securityContext. One list item.
+  containers:
+    {{- include "dl-common.pod.watchdogContainer" (dict "watch" $watch "settings" $s "context" $) | nindent 4 }}
+*/}}
+{{- define "dl-common.pod.watchdogContainer" -}}
+{{- $s := .settings -}}
+- name: watchdog
+  image: {{ include "dl-common.pod.image" (dict "image" $s.image "context" .context) | quote }}
+  imagePullPolicy: {{ ($s.image | default dict).pullPolicy | default "IfNotPresent" }}
+  command:
+    - /bin/sh
+    - -c
+    - |
+      {{- include "dl-common.pod.watchdogScript" . | nindent 6 }}
+    - dl-watchdog
+  env:
+    {{- include "dl-common.pod.watchEnv" . | fromJsonArray | toYaml | nindent 4 }}
+  resources:
+    {{- include "dl-common.values.merge" (dict "override" .context.Values.peerWait.resources) | fromJson | toYaml | nindent 4 }}
+  {{- with $s.securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{/*
 dl-common.pod.command: `command:` and `args:` of a role's main container. settings.command/args win over
 the chart's "command"/"args" (a user command without args drops the chart's args); "extraArgs" are
 appended (e.g. TensorFlow's legacy flags). With "watch" (role -> count) the program runs under the
@@ -100,10 +153,19 @@ front of the watchdog): "script" is POSIX sh that composes what would otherwise 
 (e.g. TF_CONFIG from the cluster ConfigMap, dl-common.cluster.*) and exports it, or appends flags with
 `set -- "$@" ...`; "sets" lists the env names it exports (dl-common.validate.role refuses them in env).
 A script that fails ends the container with its status before the program starts.
+With settings.imageEntrypoint the image's own ENTRYPOINT runs: no `command:`, and `args:` only when settings.args
+are given (else the image's CMD); the chart's program, "extraArgs", "entrypoint" and the watchdog wrapper do not
+apply (the chart gives the env instead; a watched role runs as dl-common.pod.watchSidecar).
   {{- include "dl-common.pod.command" (dict "command" (list "python") "args" (list "/opt/bench.py") "extraArgs" list "watch" $watch "entrypoint" $entrypoint "settings" $s) | nindent 2 }}
 */}}
 {{- define "dl-common.pod.command" -}}
 {{- $s := .settings -}}
+{{- if $s.imageEntrypoint -}}
+{{- with $s.args }}
+args:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- else -}}
 {{- $cmd := $s.command | default .command | default list -}}
 {{- $args := list -}}
 {{- if $s.args -}}
@@ -143,6 +205,7 @@ command:
 {{- with $args }}
 args:
   {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}
@@ -202,7 +265,8 @@ service links, no service account token unless settings.automountServiceAccountT
 (dl-common.scheduling.pod), the peer-wait init container for "waitFor" (role -> count) plus
 "initContainers", the main container (dl-common.pod.container) plus "sidecars", and volumes
 (/dev/shm, /tmp, the checkpoint volume, the chart's "volumes", settings.volumes). "roles" (role -> count, all roles of the
-release) sizes the gang annotations. Takes every argument of dl-common.job.indexed.
+release) sizes the gang annotations. A watched role that runs its image's entrypoint has its program in a native
+sidecar and the watchdog as its container (dl-common.pod.watchSidecar), `kubectl logs` defaulting to the program. Takes every argument of dl-common.job.indexed.
   template:
     {{- include "dl-common.pod.template" $args | nindent 4 }}
 */}}
@@ -211,6 +275,9 @@ release) sizes the gang annotations. Takes every argument of dl-common.job.index
 {{- $s := .settings -}}
 {{- $labels := merge (include "dl-common.labels.standard" (dict "component" .role "context" $ctx) | fromYaml) (include "dl-common.queue.podLabels" (dict "context" $ctx) | fromYaml) ($s.podLabels | default dict) -}}
 {{- $annotations := merge (include "dl-common.queue.podAnnotations" (dict "roles" .roles "context" $ctx) | fromYaml) (.podAnnotations | default dict) ($s.podAnnotations | default dict) -}}
+{{- if include "dl-common.pod.watchSidecar" . -}}
+{{- $_ := set $annotations "kubectl.kubernetes.io/default-container" .role -}}
+{{- end -}}
 metadata:
   labels:
     {{- toYaml $labels | nindent 4 }}
@@ -241,12 +308,21 @@ spec:
   {{- . | nindent 2 }}
   {{- end }}
   {{- $init := concat (include "dl-common.peers.waitContainer" (dict "roles" (.waitFor | default dict) "settings" $s "context" $ctx) | fromYamlArray) (.initContainers | default list) }}
+  {{- $sidecar := include "dl-common.pod.watchSidecar" . }}
+  {{- if $sidecar }}
+  {{- $program := include "dl-common.pod.container" . | fromYamlArray | first }}
+  {{- $init = append $init (merge (dict "restartPolicy" "Always") $program) }}
+  {{- end }}
   {{- with $init }}
   initContainers:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   containers:
+    {{- if $sidecar }}
+    {{- include "dl-common.pod.watchdogContainer" . | nindent 4 }}
+    {{- else }}
     {{- include "dl-common.pod.container" . | nindent 4 }}
+    {{- end }}
     {{- with .sidecars }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

@@ -58,6 +58,9 @@ dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <comm
    otherwise it releases every worker over SSH (they exit 0 and free their GPUs at once). On failure it
    leaves them up for a launcher retry (their watchdog stops them once the launcher is gone for good);
 5. exits with the command's status (1 after lost workers).
+With MPI_WAIT_ONLY=true (the launcher runs its image's own entrypoint, `imageEntrypoint`) it is the mpi-wait init
+container instead: step 1 only, then exit 0, and the main container runs the launch line; the workers then stop
+through their watchdog.
 Source: scripts/mpi-launcher.sh.
 */}}
 {{- define "dl-common.mpi.launcherScript" -}}
@@ -67,11 +70,12 @@ set -u
 say() { echo "mpi-launcher: $*"; }
 die() { echo "mpi-launcher: ERROR: $*" >&2; exit 1; }
 last() { printf '%s\n' "$1" | tr -d '\r' | sed '/^[[:space:]]*$/d' | tail -n 1; }
-[ "$#" -gt 0 ] || die "no command given"
+wait_only="${MPI_WAIT_ONLY:-false}"
+[ "$#" -gt 0 ] || [ "$wait_only" = true ] || die "no command given"
 trap 'say "terminated while waiting for the workers"; exit 143' TERM INT
 command -v ssh >/dev/null 2>&1 || die "this image has no ssh client; MPI launchers need openssh-client"
 [ -r "$MPI_SSH_DIR/config" ] || die "$MPI_SSH_DIR/config is missing; the mpi-setup init container did not run"
-if [ "${MPI_LAUNCHER_SSHD:-false}" = true ]; then
+if [ "${MPI_LAUNCHER_SSHD:-false}" = true ] && [ "$wait_only" != true ]; then
   say "this launcher also runs ranks: starting its own sshd"
   sh /etc/mpi/mpi-sshd.sh &
 fi
@@ -137,6 +141,10 @@ while :; do
   sleep "$MPI_WAIT_INTERVAL" &
   wait $!
 done
+if [ "$wait_only" = true ]; then
+  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
+  exit 0
+fi
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
 # let the run pass as a success, and Open MPI 5's prterun exits 0 after "PRTE has lost communication with a
 # remote daemon". Elastic runs (MPI_WAIT_MIN set: Horovod elastic) are left out: there workers leave and join
@@ -748,7 +756,10 @@ DL_WATCH_MISSES checks in a row, it stops the program (TERM, then KILL after 30 
 completes and frees its GPU and node. A pod that replaces a failed one (DL_WATCH_RETRY, the Job's per-index
 failure count, is not 0) counts the misses from its start: the pods it serves may have finished for good
 before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. If
-the program exits on its own, its exit status is passed through. Uses getent (glibc images) or python.
+the program exits on its own, its exit status is passed through. Without a program (a role that runs its image's
+own entrypoint, `imageEntrypoint`, in a native sidecar beside this one: dl-common.pod.template) it only watches,
+and exits 0 at the same point; the kubelet then stops the sidecar and the pod completes. Uses getent (glibc
+images) or python.
 Source: scripts/watchdog.sh.
 */}}
 {{- define "dl-common.pod.watchdogScript" -}}
@@ -764,17 +775,24 @@ for g in $DL_WATCH_GROUPS; do
   job="${g%:*}"; n="${g##*:}"; i=0
   while [ "$i" -lt "$n" ]; do hosts="$hosts $job-$i.$DL_PEER_DOMAIN"; i=$((i + 1)); done
 done
-"$@" &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
-echo "watchdog: started $1 (pid $child); it will be stopped once none of [$DL_WATCH_GROUPS] is ready any more"
+child=""
+if [ "$#" -gt 0 ]; then
+  "$@" &
+  child=$!
+  trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+  echo "watchdog: started $1 (pid $child); it will be stopped once none of [$DL_WATCH_GROUPS] is ready any more"
+else
+  trap 'exit 143' TERM INT
+  echo "watchdog: the program is the image's entrypoint in the sidecar beside this container; this pod completes once none of [$DL_WATCH_GROUPS] is ready any more"
+fi
+running() { [ -z "$child" ] || kill -0 "$child" 2>/dev/null; }
 seen=0; misses=0
 if [ "${DL_WATCH_RETRY:-0}" != 0 ]; then
   # a replacement of a failed pod: what it serves may have ended meanwhile, so it never shows up; count from now
   echo "watchdog: this pod replaces a failed one (failure ${DL_WATCH_RETRY}); it stops unless one of [$DL_WATCH_GROUPS] is ready within $DL_WATCH_MISSES checks"
   seen=1
 fi
-while kill -0 "$child" 2>/dev/null; do
+while running; do
   sleep "$DL_WATCH_INTERVAL" & wait $!
   up=0
   ready=" $(echo $(addresses "$DL_WATCH_READY")) "
@@ -792,6 +810,7 @@ while kill -0 "$child" 2>/dev/null; do
     misses=$((misses + 1))
     echo "watchdog: none of [$DL_WATCH_GROUPS] is ready ($misses/$DL_WATCH_MISSES)"
     if [ "$misses" -ge "$DL_WATCH_MISSES" ]; then
+      if [ -z "$child" ]; then echo "watchdog: the pods this role serves have finished; ending this pod"; exit 0; fi
       echo "watchdog: the pods this role serves have finished; stopping $1"
       kill -TERM "$child" 2>/dev/null
       t=0

@@ -183,7 +183,7 @@ the Job templates and validation, so both see the same env).
   "ports" $ports
   "volumes" (append (include "dl-common.mpi.volumes" (dict "settings" $rs "context" $) | fromYamlArray) $scripts)
   "volumeMounts" (append (include "dl-common.mpi.volumeMounts" (dict "settings" $rs "context" $) | fromYamlArray) $scriptsMount)
-  "initContainers" (include "dl-common.mpi.setupContainer" (dict "settings" $rs "context" $) | fromYamlArray)
+  "initContainers" (include "dl-common.mpi.initContainers" (dict "role" $role "settings" $rs "launcher" $s.launcher "worker" $s.worker "context" $) | fromYamlArray)
   "podAnnotations" (include "dl-common.script.podAnnotations" (dict "context" $) | fromJson) -}}
 {{- if eq $role "launcher" -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.launcherCommand" (dict "context" $) | fromJsonArray) -}}

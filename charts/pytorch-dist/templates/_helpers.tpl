@@ -23,7 +23,11 @@ nvidia.com/gpumem or for no GPU; the same rule gives the MPI charts' slots).
 
 {{/*
 pytorch-dist.env: the torchrun wiring of a worker pod (PET_* variables, read by torchrun as its flags,
-plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML list.
+plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML list. A pod that runs its image's
+own entrypoint (imageEntrypoint) also gets what Kubeflow's PyTorchJob gave a program it did not start:
+WORLD_SIZE (pods x processes per pod, 1 process when nprocPerNode is auto, gpu or cpu, as the operator counted),
+RANK (the pod's index: worker 0 is the Master's rank 0, worker i its Worker i-1's rank i) and, unless the user
+sets it, PYTHONUNBUFFERED=1.
   {{- $env := include "pytorch-dist.env" (dict "settings" $s "context" $) | fromYamlArray -}}
 */}}
 {{- define "pytorch-dist.env" -}}
@@ -66,6 +70,19 @@ plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML l
   value: {{ $master | quote }}
 - name: MASTER_PORT
   value: {{ $port | quote }}
+{{- if .settings.imageEntrypoint }}
+{{- $nproc := include "pytorch-dist.nproc" . }}
+- name: WORLD_SIZE
+  value: {{ mul (int $v.worker) (ternary 1 (int $nproc) (has $nproc (list "auto" "gpu" "cpu"))) | quote }}
+- name: RANK
+  value: "$(DL_TASK_INDEX)"
+{{- $user := dict }}
+{{- range (.settings.env | default list) }}{{ $_ := set $user (toString .name) true }}{{ end }}
+{{- if not (hasKey $user "PYTHONUNBUFFERED") }}
+- name: PYTHONUNBUFFERED
+  value: "1"
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/*

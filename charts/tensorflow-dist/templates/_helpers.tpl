@@ -56,11 +56,26 @@ one (TFJob semantics), else the workers.
 {{/*
 tensorflow-dist.env: the pod env of a role: DL_CLUSTER_DIR, where the cluster ConfigMap is mounted. TF_CONFIG
 itself is not in the pod object (it grows with the worker count): tensorflow-dist.entrypoint composes it at
-container start. YAML list.
-  {{ include "tensorflow-dist.env" (dict "role" "worker" "context" $) }}
+container start. A role that runs its image's own entrypoint ("settings".imageEntrypoint) cannot be wrapped, so
+it gets TF_CONFIG in its env, as a TFJob's pods had it (tensorflow-dist.tfConfig). YAML list.
+  {{ include "tensorflow-dist.env" (dict "role" "worker" "settings" $s "context" $) }}
 */}}
 {{- define "tensorflow-dist.env" -}}
 - {{ include "dl-common.cluster.env" (dict "context" .context) }}
+{{- if .settings.imageEntrypoint }}
+- name: TF_CONFIG
+  value: {{ include "tensorflow-dist.tfConfig" . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+tensorflow-dist.tfConfig: TF_CONFIG of a pod of "role" as an env value: the cluster (tensorflow-dist.clusterSpec),
+the task, whose index Kubernetes expands from DL_TASK_INDEX, and "environment":"cloud", the layout of Kubeflow's
+TFJob and of scripts/tf-config.sh.
+  {{ include "tensorflow-dist.tfConfig" (dict "role" "ps" "context" $) }}
+*/}}
+{{- define "tensorflow-dist.tfConfig" -}}
+{"cluster":{{ include "tensorflow-dist.clusterSpec" .context }},"task":{"type":"{{ .role }}","index":$(DL_TASK_INDEX)},"environment":"cloud"}
 {{- end -}}
 
 {{/*
@@ -100,7 +115,8 @@ appended at container start by tensorflow-dist.entrypoint. JSON list.
 {{/*
 tensorflow-dist.job: the arguments of dl-common.job.indexed for one role, as JSON (shared by the role's
 Job template and validation.yaml). The program is `python` with the benchmark and its flags, or with the
-user's `script` (dl-common.script.program); the legacy flags follow either.
+user's `script` (dl-common.script.program); the legacy flags follow either. A role that runs its image's own
+entrypoint has neither the entrypoint wrapper nor the legacy flags (TF_CONFIG is in its env instead).
   {{- $job := include "dl-common.values.memo" (dict "name" "tensorflow-dist.job" "role" "ps" "context" $) | fromJson -}}
 */}}
 {{- define "tensorflow-dist.job" -}}
@@ -118,7 +134,7 @@ user's `script` (dl-common.script.program); the legacy flags follow either.
   "count" (index $roles $role)
   "settings" $s
   "roles" $roles
-  "env" (include "tensorflow-dist.env" (dict "role" $role "context" $ctx) | fromYamlArray)
+  "env" (include "tensorflow-dist.env" (dict "role" $role "settings" $s "context" $ctx) | fromYamlArray)
   "ports" (list (dict "name" "tf" "port" (int $v.port)))
   "command" $program.command
   "args" $program.args
@@ -129,6 +145,9 @@ user's `script` (dl-common.script.program); the legacy flags follow either.
   "volumeMounts" (list (include "dl-common.script.volumeMount" (dict "context" $ctx) | fromJson) (include "dl-common.cluster.volumeMount" (dict "context" $ctx) | fromJson))
   "podAnnotations" (include "dl-common.script.podAnnotations" (dict "context" $ctx) | fromJson)
 -}}
+{{- if $s.imageEntrypoint -}}
+{{- $job = omit $job "entrypoint" "extraArgs" -}}
+{{- end -}}
 {{- if not (hasKey $driver $role) -}}
 {{- $_ := set $job "watch" $driver -}}
 {{- else if and (eq $role "worker") (gt (int $v.worker) 1) -}}

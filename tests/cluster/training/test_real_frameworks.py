@@ -114,10 +114,11 @@ def test_pytorch_worker_deleted_mid_run_is_replaced_and_every_rank_resumes_from_
     real_run, embedded_cluster: ClusterHandle, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     """pytorch-dist's defaults (fixed size, restartsInPod 3) with a checkpoint volume: worker 1's pod is deleted at
-    step 30 of 100 (rank 0's line; it saves a checkpoint right after it). Its torchrun leaves without closing the rendezvous (the chart's SIGTERM handling); worker 0's
-    torchrun fails (its collective lost the peer) and runs again in the same pod, hosting a fresh rendezvous that
-    the Job's replacement for index 1 joins: the ranks resume from the last checkpoint (step 30, or 20 if the deletion cut that save off) and the Job
-    completes with no new pod for index 0."""
+    step 30 of 100 (rank 0's line; it saves a checkpoint right after it). Its torchrun leaves without closing the
+    rendezvous (the chart's SIGTERM handling); worker 0's torchrun fails (its collective lost the peer) and runs
+    again in the same pod, hosting a fresh rendezvous that the Job's replacement for index 1 joins: the ranks resume
+    from the last checkpoint (step 30, or 20 if the deletion cut that save off) and the Job completes with no new pod
+    for index 0."""
     steps = 100
     trigger = re.compile(rf"^\[del-worker-0-\w+/worker\] bench_ddp: step 30/{steps} loss")
     delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "del-worker", 1)
@@ -161,8 +162,9 @@ def test_pytorch_worker_deleted_mid_run_is_replaced_and_every_rank_resumes_from_
     assert len({digest for _, digest in checksums[-2:]}) == 1, checksums
     assert result.settled_seconds is not None
     print(
-        f"deleted worker 1 at step 30/{steps}; the ranks resumed from step {resumed[0]} {fault['resumed'] - fault['at']:.0f}s "
-        f"later (pod {worker0} kept, its torchrun run again in place); job {result.seconds:.0f}s"
+        f"deleted worker 1 at step 30/{steps}; the ranks resumed from step {resumed[0]} "
+        f"{fault['resumed'] - fault['at']:.0f}s later (pod {worker0} kept, its torchrun run again in place); "
+        f"job {result.seconds:.0f}s"
     )
 
 

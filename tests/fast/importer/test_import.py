@@ -6,6 +6,7 @@ run policy and the Kueue queue. A field with no equivalent is refused with its p
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -273,8 +274,17 @@ REFUSALS = {
                f"{TF_WORKER}.containers[0].image: 'kubeflow/tf-dist-mnist:latest' has the tag latest"),
     "no tag": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d, "Chief").update(image="kubeflow/tf-dist-mnist"),
                "has no tag: our charts run a published version tag"),
-    "no command": ("tfjob-dist-mnist.yaml", lambda d: tf_container(d, "PS").pop("command"),
-                   "spec.tfReplicaSpecs.PS.template.spec.containers.command: none: Kubeflow ran the image"),
+    "elastic without command": ("pytorchjob-elastic.yaml", lambda d: pt_pod(d)["containers"][0].pop("command"),
+                                "containers.command: none, with elasticPolicy: the chart wraps torchrun"),
+    "launcher gpus without command": (
+        "mpijob-args-only.yaml",
+        lambda d: d["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        .update({"nvidia.com/gpu": 1}) or d["spec"].update(runLauncherAsWorker=True),
+        "spec.mpiReplicaSpecs.Launcher: GPUs on a launcher without command"),
+    "worker args": ("mpijob-args-only.yaml",
+                    lambda d: d["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(
+                        args=["python", "serve.py"]),
+                    "spec.mpiReplicaSpecs.Worker.template.spec.containers.args: the workers run sshd"),
     "own volume name": ("tfjob-dist-mnist.yaml",
                         lambda d: d["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["volumes"][0].update(
                             name="scripts") or tf_container(d, "PS")["volumeMounts"][0].update(name="scripts"),
@@ -532,3 +542,87 @@ def test_a_privileged_container_keeps_the_escalation_it_needs(render, tmp_path: 
 
     errors = [f for f in validate_objects(result.objects.values(), "1.35.0") if "privileged" in f.message.lower()]
     assert not errors, errors
+
+
+# The image's own entrypoint (issue 45 item 2): a container without command runs its image's ENTRYPOINT
+# (imageEntrypoint), with the environment Kubeflow's operator gave it.
+
+
+def mode_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.startswith("# mode: ")]
+
+
+def test_a_pytorchjob_without_command_runs_the_image_entrypoint_with_the_operators_env(
+    render, assert_valid, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    job, path = imported("pytorchjob-entrypoint.yaml", tmp_path)
+    assert job.values["defaults"]["imageEntrypoint"] is True
+    (mode,) = mode_lines(path)
+    assert "every worker: the image's own entrypoint" in mode and "WORLD_SIZE" in mode and "RANK" in mode
+    result = render(CHARTS / "pytorch-dist", values_files=[path], namespace="training")
+    assert_valid(result)
+    workers = job_of(result, "release-worker")
+    assert workers["spec"]["completions"] == 3  # the Master and 2 Workers
+    container = main_container(workers)
+    assert "command" not in container
+    assert container["args"] == ["--backend", "gloo", "--epochs", "1"]
+    master = "release-worker-0.release.training.svc"
+    for index in range(3):
+        env = env_of(result, "release-worker", index)
+        assert (env["RANK"], env["PET_NODE_RANK"], env["WORLD_SIZE"]) == (str(index), str(index), "3")
+        assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == (master, "29500")
+        assert (env["PET_MASTER_ADDR"], env["PET_NNODES"], env["PET_NPROC_PER_NODE"]) == (master, "3", "1")
+        assert env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_a_tfjob_without_command_gets_tf_config_and_its_ps_end_through_the_watchdog(
+    render, assert_valid, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    job, path = imported("tfjob-entrypoint.yaml", tmp_path)
+    assert job.values["defaults"]["imageEntrypoint"] is True
+    assert [line.split(":")[1].strip() for line in mode_lines(path)] == ["PS (ps)", "Worker (worker)"]
+    assert any("PS: never ends by itself" in line for line in job.differs)
+    result = render(CHARTS / "tensorflow-dist", values_files=[path], namespace="training")
+    assert_valid(result)
+    cluster = {
+        "ps": [f"release-ps-{i}.release.training.svc:2222" for i in range(2)],
+        "worker": [f"release-worker-{i}.release.training.svc:2222" for i in range(3)],
+    }
+    for role, count in (("ps", 2), ("worker", 3)):
+        container = main_container(job_of(result, f"release-{role}"))
+        assert container["name"] == role and "command" not in container and "args" not in container
+        for index in range(count):
+            tf_config = json.loads(env_of(result, f"release-{role}", index)["TF_CONFIG"])
+            assert tf_config == {"cluster": cluster, "task": {"type": role, "index": index}, "environment": "cloud"}
+    ps = job_of(result, "release-ps")["spec"]["template"]["spec"]
+    # the parameter server runs in a native sidecar; the pod's container is the watchdog, which completes it
+    assert [c["name"] for c in ps["containers"]] == ["watchdog"]
+    assert ps["containers"][0]["command"][:2] == ["/bin/sh", "-c"] and len(ps["containers"][0]["command"]) == 4
+    sidecar = [c for c in ps["initContainers"] if c["name"] == "ps"]
+    assert sidecar and sidecar[0]["restartPolicy"] == "Always"
+    assert [c["name"] for c in ps["initContainers"]] == ["peer-wait", "ps"]
+
+
+def test_an_mpijob_launch_line_in_args_runs_as_the_launcher_image_entrypoint(
+    render, assert_valid, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    job, path = imported("mpijob-args-only.yaml", tmp_path)
+    assert job.values["roles"]["launcher"]["imageEntrypoint"] is True
+    assert "imageEntrypoint" not in job.values["defaults"]
+    assert any("Worker.template.spec.containers args (/usr/sbin/sshd" in line for line in job.dropped)
+    (mode,) = mode_lines(path)
+    assert mode.startswith("# mode: the launcher: the image's own entrypoint") and "/etc/mpi/hostfile" in mode
+    result = render(CHARTS / "horovod-mpi", values_files=[path], namespace="training")
+    assert_valid(result)
+    launcher = job_of(result, "release-launcher")
+    container = main_container(launcher)
+    assert "command" not in container and container["args"] == ["mpirun", "-n", "2", "/home/mpiuser/pi"]
+    env = env_of(result, "release-launcher")
+    assert env["I_MPI_HYDRA_HOST_FILE"] == "/etc/mpi/hostfile" and env["I_MPI_HYDRA_BOOTSTRAP"] == "ssh"
+    init = {c["name"]: c for c in launcher["spec"]["template"]["spec"]["initContainers"]}
+    assert list(init) == ["peer-wait", "mpi-setup", "mpi-wait"]
+    wait = init["mpi-wait"]
+    assert wait["command"] == ["/bin/sh", "/etc/mpi/mpi-launcher.sh"]
+    assert {"name": "MPI_WAIT_ONLY", "value": "true"} in wait["env"]
+    assert {m["mountPath"] for m in wait["volumeMounts"]} >= {"/etc/mpi", "/home/mpi", "/etc/passwd"}
+    assert main_container(job_of(result, "release-worker"))["args"] == ["/bin/sh", "/etc/mpi/mpi-sshd.sh"]  # sshd

@@ -140,6 +140,35 @@ role's securityContext minus added capabilities, and resources mpi.setup.resourc
 {{- end -}}
 
 {{/*
+dl-common.mpi.initContainers: the init containers of an MPI role (list, for dl-common.job.indexed
+"initContainers"): mpi-setup (dl-common.mpi.setupContainer) and, on a launcher that runs its image's own
+entrypoint (settings.imageEntrypoint), mpi-wait (dl-common.mpi.waitContainer), which waits for the workers' sshd
+as the launcher wrapper would have before the launch line.
+  "initContainers" (include "dl-common.mpi.initContainers" (dict "role" $role "settings" $rs "launcher" $s.launcher "worker" $s.worker "context" $) | fromYamlArray)
+*/}}
+{{- define "dl-common.mpi.initContainers" -}}
+{{- $init := include "dl-common.mpi.setupContainer" . | fromYamlArray -}}
+{{- if and (eq .role "launcher") .settings.imageEntrypoint -}}
+{{- $init = concat $init (include "dl-common.mpi.waitContainer" . | fromYamlArray) -}}
+{{- end -}}
+{{- toYaml $init -}}
+{{- end -}}
+
+{{/*
+dl-common.mpi.waitContainer: the mpi-wait init container of a launcher that runs its image's own entrypoint: the
+launcher's image runs mpi-launcher.sh with MPI_WAIT_ONLY=true (bounded by mpi.waitForWorkers, logged; every worker
+must resolve and accept an SSH login with the release's key), with the launcher's MPI env and mounts (the ssh dir
+and identity mpi-setup wrote), mpi.setup.resources and the securityContext of mpi-setup. One list item.
+  {{- $wait := include "dl-common.mpi.waitContainer" (dict "settings" $ls "launcher" $ls "worker" $ws "context" $) | fromYamlArray -}}
+*/}}
+{{- define "dl-common.mpi.waitContainer" -}}
+{{- $setup := include "dl-common.mpi.setupContainer" . | fromYamlArray | first -}}
+{{- $env := append (include "dl-common.mpi.env" (dict "role" "launcher" "launcher" .launcher "worker" .worker "context" .context) | fromJsonArray) (dict "name" "MPI_WAIT_ONLY" "value" "true") -}}
+{{- $wait := dict "name" "mpi-wait" "command" (include "dl-common.mpi.launcherCommand" . | fromJsonArray) "env" $env "volumeMounts" (include "dl-common.mpi.volumeMounts" . | fromYamlArray) -}}
+{{- toYaml (list (merge $wait (pick $setup "image" "imagePullPolicy" "resources" "securityContext"))) -}}
+{{- end -}}
+
+{{/*
 dl-common.mpi.env: the MPI env of a main container (JSON list of EnvVar dicts, for dl-common.job.indexed
 "env"). "role" is "launcher" or "worker"; "launcher"/"worker" are both roles' settings. Every MPI pod:
 MPI_SSH_DIR, MPI_SSH_PORT. The launcher adds its wait parameters (MPI_PEER_GROUPS, MPI_PEER_DOMAIN,

@@ -9,6 +9,8 @@ naming the value path and the fix:
   the workers and on a launcher that runs ranks (AUDIT_WRITE is only needed by sshd builds with Linux audit
   support, e.g. RHEL's, so it is not required);
 - mpi.user.home not an absolute directory other than /;
+- imageEntrypoint on the workers (they run the chart's sshd, through which every rank starts), or on a launcher
+  that runs ranks (its sshd starts under the launcher wrapper);
 - a command (defaults.command, roles.launcher.command, roles.worker.command) or worker args
   (defaults.args, roles.worker.args) while mpi.replaceEntrypoint is false: a command replaces the
   launcher's wrapper (mpi-launcher.sh: waits for the workers' sshd, runs the launch line, releases the
@@ -68,6 +70,13 @@ naming the value path and the fix:
 {{- end -}}
 {{- if and (ne $uids.launcher "") (ne $uids.worker "") -}}
 {{- if (ne (eq $uids.launcher "0") (eq $uids.worker "0")) -}}{{- $errors = append $errors (printf "the launcher runs as uid %s but the workers as uid %s: ssh logs in to the workers as the launcher's user, so both must be root or both non-root. Set the same runAsUser for roles.launcher and roles.worker (or only in defaults)." $uids.launcher $uids.worker) -}}{{- end -}}
+{{- end -}}
+{{- if .worker.imageEntrypoint -}}
+{{- $path := include "dl-common.values.path" (dict "role" "worker" "key" "imageEntrypoint" "context" $ctx) -}}
+{{- $errors = append $errors (printf "%s is true, but the MPI workers run the chart's sshd, through which the launcher starts every rank, not their image's entrypoint. Set roles.launcher.imageEntrypoint=true instead (the launcher runs the launch line as its image's entrypoint)%s." $path (ternary ", and remove defaults.imageEntrypoint" "" (hasPrefix "defaults." $path))) -}}
+{{- end -}}
+{{- if and .launcher.imageEntrypoint (gt (int (include "dl-common.mpi.launcherRanks" (dict "settings" .launcher))) 0) -}}
+{{- $errors = append $errors (printf "%s is true, but the launcher runs ranks (%s > 0), and the sshd they start through runs under the chart's launcher wrapper, which the image's entrypoint replaces. Set %s to 0 (the workers run every rank), or %s false." (include "dl-common.values.path" (dict "role" "launcher" "key" "imageEntrypoint" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "imageEntrypoint" "context" $ctx))) -}}
 {{- end -}}
 {{- $home := toString $mpi.user.home -}}
 {{- if (or (not (hasPrefix "/" $home)) (eq (trimSuffix "/" $home) "")) -}}{{- $errors = append $errors (printf "mpi.user.home is %q; it must be an absolute directory other than / (the emptyDir mounted there holds ~/.ssh), e.g. /home/mpi." $home) -}}{{- end -}}

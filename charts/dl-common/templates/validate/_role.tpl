@@ -6,7 +6,8 @@ number or above 9223372036854775 (the most a Kubernetes quantity holds in thousa
 (dl-common.validate.scratch); an env name set twice in the final container env (the chart's "env" and
 "watch" as given to dl-common.job.indexed, plus settings.env) or set in settings.env although the
 "entrypoint" wrapper exports it (its "sets"); a schedulerName that contradicts the gang
-scheduler; maxFailedIndexes without backoffLimitPerIndex. Messages name the values path (defaults.x or
+scheduler; maxFailedIndexes without backoffLimitPerIndex; imageEntrypoint together with a command or with
+`script` (both name the program that the image's entrypoint replaces). Messages name the values path (defaults.x or
 roles.<role>.x) and not the role, so a chart can `uniq` the list when several roles inherit one mistake.
   {{- $errors = include "dl-common.validate.role" (dict "errors" $errors "role" "worker" "settings" $s "env" $env "watch" $watch "entrypoint" $entrypoint "context" $) | fromJsonArray -}}
 */}}
@@ -30,6 +31,16 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- range $kind := list "requests" "limits" -}}
 {{- $block := index ($s.resources | default dict) $kind | default dict -}}
 {{- if (hasKey $block $resName) -}}{{- $errors = append $errors (printf "%s sets %s; GPUs are requested with gpu.count and gpu.resource only (rendered into limits). Remove it from resources and set %s." (include "dl-common.values.path" (dict "role" $role "key" (printf "resources.%s" $kind) "context" $ctx)) $resName $countPath) -}}{{- end -}}
+{{- end -}}
+{{- if $s.imageEntrypoint -}}
+{{- $ep := include "dl-common.values.path" (dict "role" $role "key" "imageEntrypoint" "context" $ctx) -}}
+{{- if $s.command -}}
+{{- $cp := include "dl-common.values.path" (dict "role" $role "key" "command" "context" $ctx) -}}
+{{- $errors = append $errors (printf "%s is true and %s is set, but the image's own entrypoint runs without a command. Drop %s (its arguments stay in args), or set %s false to run the command." $ep $cp $cp $ep) -}}
+{{- end -}}
+{{- if include "dl-common.script.set" (dict "context" $ctx) -}}
+{{- $errors = append $errors (printf "%s is true and script is set, but the script runs under the chart's program, which the image's own entrypoint replaces. Leave script empty (the image brings its program), or set %s false to run the script." $ep $ep) -}}
+{{- end -}}
 {{- end -}}
 {{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" $s.resources "role" $role "context" $ctx) | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" $role "settings" $s "context" $ctx) | fromJsonArray -}}

@@ -39,6 +39,7 @@ class Job:
         self.carried: list[str] = []
         self.dropped: list[str] = []
         self.differs: list[str] = []
+        self.mode: list[str] = []
         self.problems: list[str] = []
 
     def refuse(self, path: str, why: str) -> None:
@@ -61,7 +62,7 @@ class Job:
             raise ImportRefused("\n".join([head, *(f"  {p}" for p in self.problems)]))
         return Imported(
             self.where, self.kind, self.name, self.namespace, self.chart, self.values, self.carried, self.dropped,
-            self.differs,
+            self.differs, self.mode,
         )  # fmt: skip
 
 

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from dlcharts.jobs.importer.common import Job
-from dlcharts.jobs.importer.replicas import finish, replicas_of, role_pods
+from dlcharts.jobs.importer.replicas import finish, image_entrypoint, replicas_of, role_pods
 from dlcharts.jobs.importer.writer import Values
 
 MPI_ROLES = {"launcher": "launcher", "worker": "worker"}
@@ -23,21 +23,25 @@ def convert(job: Job, doc: Values) -> None:
     if not number.get("worker"):
         job.refuse(f"{path}.Worker", "horovod-mpi needs at least one worker")
     pods = role_pods(job, specs, path, "")
+    launcher_entrypoint = False
     for rtype, (pod, role) in pods.items():
         where = f"{path}.{rtype}.template.spec.containers"
         if role == "launcher":
             if pod.command is None:
-                job.refuse(f"{where}.command", "none: write out the launch line (mpirun or horovodrun ...)")
+                image_entrypoint(job, pod, where, "the launcher")
+                launcher_entrypoint = True
             else:
                 pod.settings["args"] = [*pod.command, *(pod.args or [])]
                 job.carried.append(f"{where} command and args as roles.launcher.args: the launch line, run by "
                                    "the chart's launcher after every worker's sshd answers")  # fmt: skip
-        elif pod.command is not None and "sshd" in Path(pod.command[0]).name:
-            job.drop(f"{where} command ({shlex.join(pod.command + (pod.args or []))})",
+        elif (line := [*(pod.command or []), *(pod.args or [])]) and "sshd" in Path(line[0]).name:
+            field = "command" if pod.command else "args"  # mpi-operator's examples start sshd either way
+            job.drop(f"{where} {field} ({shlex.join(line)})",
                      "the chart runs the workers' sshd itself, with the release's key")  # fmt: skip
         elif pod.command is not None or pod.args is not None:
-            job.refuse(f"{where}.command", "the workers run sshd, through which the launcher starts the ranks; "
-                       "remove the command (the launch line goes in the launcher)")  # fmt: skip
+            field = "command" if pod.command is not None else "args"
+            job.refuse(f"{where}.{field}", "the workers run sshd, through which the launcher starts the ranks; "
+                       f"remove the {field} (the launch line goes in the launcher)")  # fmt: skip
     job.values["worker"] = number.get("worker", 0)
     job.carried.append(f"replicas: launcher 1, worker {number.get('worker', 0)}")
     slots = spec.get("slotsPerWorker")
@@ -62,6 +66,10 @@ def convert(job: Job, doc: Values) -> None:
         job.drop(f"spec.launcherCreationPolicy ({spec['launcherCreationPolicy']})",
                  "the chart's launcher waits until every worker's sshd answers before it launches")  # fmt: skip
     launcher_gpus = next((p.settings["gpu"].get("count") for p, r in pods.values() if r == "launcher"), 0)
+    if launcher_entrypoint and launcher_gpus:
+        job.refuse(f"{path}.Launcher", "GPUs on a launcher without command: its ranks' sshd runs under the chart's "
+                   "launcher wrapper, which the image's own entrypoint replaces; write out the launch line as the "
+                   "command, or remove the launcher's GPUs")  # fmt: skip
     if spec.get("runLauncherAsWorker") and not launcher_gpus:
         job.refuse("spec.runLauncherAsWorker", "the chart's launcher runs ranks only with GPUs "
                    "(roles.launcher.gpu.count > 0); give the launcher GPU limits or remove it")  # fmt: skip

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dlcharts.jobs.importer.common import Job
-from dlcharts.jobs.importer.replicas import NO_COMMAND, finish, port_from, replicas_of, role_pods
+from dlcharts.jobs.importer.replicas import finish, image_entrypoint, port_from, replicas_of, role_pods
 from dlcharts.jobs.importer.torchrun import nproc, torchrun_args
 from dlcharts.jobs.importer.writer import Values
 
@@ -34,7 +34,12 @@ def convert(job: Job, doc: Values) -> None:
     started = set()
     for rtype, (pod, _) in list(pods.items())[:1]:  # Master and Worker are alike (or refused above)
         if pod.command is None:
-            job.refuse(f"{path}.{rtype}.template.spec.containers.command", NO_COMMAND)
+            image_entrypoint(job, pod, f"{path}.{rtype}.template.spec.containers", "every worker")
+            started.add("entrypoint")
+            if spec.get("elasticPolicy") is not None:
+                job.refuse(f"{path}.{rtype}.template.spec.containers.command", "none, with elasticPolicy: the chart "
+                           "wraps torchrun for elastic training, which an image's own entrypoint cannot be; write out "
+                           "the torchrun command line")  # fmt: skip
         else:
             started.add(torchrun_args(job, pod.command, pod.args or [], f"{path}.{rtype} command", pod.settings))
     job.values["worker"] = number.get("worker", 0)
@@ -43,8 +48,10 @@ def convert(job: Job, doc: Values) -> None:
     nproc(job, spec.get("nprocPerNode"), "spec.nprocPerNode")
     if spec.get("elasticPolicy") is not None:
         elastic(job, spec["elasticPolicy"], int(job.values["worker"]))
-    if "nprocPerNode" not in job.values and started == {"python"}:
-        job.values["nprocPerNode"] = 1  # `python` ran one process per pod: so does the chart's torchrun
+    if "nprocPerNode" not in job.values and started & {"python", "entrypoint"}:
+        # `python` ran one process per pod: so does the chart's torchrun. The operator counted an entrypoint's
+        # WORLD_SIZE with one process per pod and set no PET_NPROC_PER_NODE (torchrun's default is 1)
+        job.values["nprocPerNode"] = 1
     finish(job, doc, spec, dict(list(pods.items())[:1]), path)
 
 

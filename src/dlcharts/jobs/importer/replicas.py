@@ -11,7 +11,28 @@ from dlcharts.jobs.importer.common import QUEUE_LABEL, Job, intro, layout, metad
 from dlcharts.jobs.importer.pods import Pod, convert_pod
 from dlcharts.jobs.importer.writer import Values
 
-NO_COMMAND = "none: Kubeflow ran the image's entrypoint, the chart would run its benchmark; write it out as the command"
+#: the environment Kubeflow's operator gave a program it did not start, which the chart gives in entrypoint mode
+ENTRYPOINT_ENV = {
+    "PyTorchJob": "MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods x nprocPerNode), RANK (the pod's index; worker 0 is the "
+    "Master), PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, PYTHONUNBUFFERED=1, "
+    "and PET_RDZV_* (c10d on worker 0) for a torchrun entrypoint",
+    "TFJob": "TF_CONFIG (cluster, task type and index, environment cloud), as an env var of the pod",
+    "MPIJob": "the hostfile at /etc/mpi/hostfile and OMPI_MCA_orte_default_hostfile, "
+    "OMPI_MCA_orte_keep_fqdn_hostnames, OMPI_MCA_plm_rsh_args (Intel MPI: I_MPI_HYDRA_HOST_FILE; MPICH: "
+    "HYDRA_HOST_FILE); the launcher starts once every worker's sshd accepts the release's key (the mpi-wait init "
+    "container)",
+}
+
+
+def image_entrypoint(job: Job, pod: Pod, path: str, roles: str) -> None:
+    """A container without ``command``: the role runs its image's own entrypoint (imageEntrypoint), with the
+    manifest's args (else the image's CMD) and the env the operator would have set; the header says so."""
+    pod.settings["imageEntrypoint"] = True
+    if pod.args is not None:
+        pod.settings["args"] = pod.args
+    job.mode.append(f"{roles}: the image's own entrypoint ({path} has no command), as {job.kind}'s operator did: "
+                    f"imageEntrypoint true, {'the manifest args as args' if pod.args else 'no args (the image CMD)'}; "
+                    f"the chart sets {ENTRYPOINT_ENV[job.kind]}")  # fmt: skip
 
 
 def replica_specs(job: Job, specs: Any, path: str, roles: dict[str, str]) -> dict[str, tuple[str, Values]]:

@@ -4,7 +4,7 @@ chart's roles, each with its own command."""
 from __future__ import annotations
 
 from dlcharts.jobs.importer.common import Job
-from dlcharts.jobs.importer.replicas import NO_COMMAND, finish, port_from, replicas_of, role_pods
+from dlcharts.jobs.importer.replicas import finish, image_entrypoint, port_from, replicas_of, role_pods
 from dlcharts.jobs.importer.writer import Values
 
 TF_ROLES = {"chief": "chief", "master": "chief", "ps": "ps", "worker": "worker", "evaluator": "evaluator"}
@@ -20,12 +20,18 @@ def convert(job: Job, doc: Values) -> None:
         job.refuse(f"{path}.Worker", "tensorflow-dist needs at least one worker; a chief alone is one worker: "
                    "write it as Worker with replicas 1")  # fmt: skip
     pods = role_pods(job, specs, path, "tensorflow")
-    for rtype, (pod, _) in pods.items():
+    for rtype, (pod, role) in pods.items():
         if pod.command is None:
-            job.refuse(f"{path}.{rtype}.template.spec.containers.command", NO_COMMAND)
+            image_entrypoint(job, pod, f"{path}.{rtype}.template.spec.containers", f"{rtype} ({role})")
         else:
             pod.settings["command"] = pod.command
             pod.settings["args"] = pod.args or []
+    driver = "chief" if number.get("chief") else "worker"
+    for rtype, (pod, role) in pods.items():
+        if pod.settings.get("imageEntrypoint") and role != driver:
+            job.differs.append(f"{rtype}: never ends by itself, so its image runs in a native sidecar beside the "
+                               f"chart's watchdog, which completes the pod once the {driver} pods are done (Kubeflow "
+                               "deleted it); the kubelet restarts the sidecar in place if it fails")  # fmt: skip
     port_from(job, [p for p, _ in pods.values()], "tfjob-port", f"{path}.*.template")
     for role in ("chief", "ps", "worker", "evaluator"):
         if number.get(role):

@@ -1,8 +1,9 @@
 """The values file of one imported job, and where the files go.
 
 :class:`Imported` is one job converted; :meth:`Imported.text` is its values file: a header naming the chart, the
-commands that run it, what was carried over, what was dropped and what behaves differently, then the values, the
-job's shape first. :func:`write` puts one job on stdout, or each job in a file.
+commands that run it, the mode when the program starts otherwise than the chart's way (the image's own entrypoint),
+what was carried over, what was dropped and what behaves differently, then the values, the job's shape first.
+:func:`write` puts one job on stdout, or each job in a file.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Imported:
     carried: list[str]
     dropped: list[str]
     differs: list[str]
+    mode: list[str] = dataclasses.field(default_factory=list)  # how the program starts, when not the chart's way
 
     def text(self, values_file: str) -> str:
         """The values file: a header naming the chart, the commands, what was carried over, what was dropped and
@@ -46,6 +48,7 @@ class Imported:
             f"# dlcharts import: {self.kind} {self.name} ({self.where}) as values of the chart {self.chart}",
             f"#   {run}",
             f"#   {install}",
+            *(f"# mode: {line}" for line in self.mode),
             "# carried over:",
             *(f"#   - {line}" for line in self.carried),
         ]
