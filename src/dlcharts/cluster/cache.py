@@ -27,7 +27,8 @@ binaries and Go modules of versions no longer pinned (src/dlcharts/versions.env,
 whose key is no longer one of the current images', scratch, and renders not used for ``days`` days. It holds the lock
 of what it removes (a cluster's, the binaries', the images'), without waiting: what is busy is skipped and named.
 A store with a mount still under it (a node stopped uncleanly: containerd's overlay snapshots, the kubelet's volumes)
-is refused, naming the mount; ``dlcharts cluster down --name NAME`` unmounts it.
+is refused, naming the mount; ``dlcharts cluster down --name NAME`` unmounts it. So is a stopped cluster whose real
+nodes' state a crash or reboot left: what ``down`` cleans up (network, cgroups) is recorded there.
 """
 
 from __future__ import annotations
@@ -484,6 +485,14 @@ def _remove_cluster(cache: Path, name: str, items: list[Item], outcome: Outcome,
             if alive:
                 outcome.skipped.append(f"cluster {name}: running ({_processes(alive)}); stop it first: dlcharts "
                                        f"cluster down --name {name}")  # fmt: skip
+                return
+            if NodeLayout.indexes_on_disk(layout.state_dir):
+                # a crash or reboot left its state: the node's records (network, cgroups, mounts) are what `down`
+                # cleans up from, and would be lost with it
+                outcome.failed.append(
+                    f"cluster {name}: its real nodes' state is left from a crash or reboot ({layout.state_dir}); "
+                    f"clean it up with `dlcharts cluster down --name {name}`, then run this again"
+                )
                 return
             mounts = read_mounts()
             held = [m for item in items for path in item.paths for m in mounts_in(path, mounts)]

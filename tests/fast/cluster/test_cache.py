@@ -141,6 +141,14 @@ def test_prune_refuses_a_store_with_a_mount_under_it(
     assert not (root / "bin" / "etcd-v3.0.0").exists()  # the rest is pruned all the same
 
 
+def test_prune_refuses_a_crashed_clusters_node_state(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its node.json records what `cluster down` cleans up (network, cgroups): prune leaves that to `down`."""
+    (root / "clusters" / "gone" / "node").mkdir(parents=True)
+    assert cli.main(["cache", "prune"]) == 1
+    assert "clean it up with `dlcharts cluster down --name gone`" in capsys.readouterr().err
+    assert (root / "clusters" / "gone" / "node").is_dir() and (root / "node-images" / "gone").is_dir()
+
+
 def test_mountinfo_paths_are_unescaped(tmp_path: Path) -> None:
     info = tmp_path / "mountinfo"
     info.write_text("36 35 98:0 / /mnt/a\\040b rw - ext4 /dev/vda rw\n")
