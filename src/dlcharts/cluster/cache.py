@@ -389,7 +389,7 @@ class Inventory:
         todo = _children(self.cache)
         while todo:
             path = todo.pop(0)
-            if path in covered:
+            if path in covered or path.name.endswith(".lock"):  # a lock holds no data; it must stay, for its holder
                 continue
             if path in holding:  # a folder holding covered items: its other entries, one by one
                 todo += _children(path)
@@ -598,7 +598,7 @@ def report(inventory: Inventory, go: list[tuple[str, Path | None, str]] | None =
         usage = sum((i.usage for i in items), Usage())
         gone = [i for i in items if i.removable]
         pruned = sum((i.usage for i in gone), Usage())
-        what = f"{len(items)} entries" if kind != "renders" else f"{usage.files} files"
+        what = f"{usage.files} files" if kind == "renders" else f"{len(items)} entr{'y' if len(items) == 1 else 'ies'}"
         prune_note = f"prune: {len(gone)}, {size(pruned.freeable)} ({gone[0].why})" if gone else "prune: none"
         lines.append(f"  {kind:<14} {size(usage.bytes):>10}  {what}; {prune_note}")
     names = sorted({i.cluster for i in inventory.items if i.cluster})
