@@ -32,7 +32,8 @@ Usage: .venv/bin/python -m bench.operators real [--jobs pytorch,tensorflow,horov
 trainer`; writes build/bench/operators_real.json and section 16 of bench/results.md)
        .venv/bin/python -m bench.operators scale [--systems ours,training-operator,trainer] [--workers 1000,5000]
            [--timeout 900]
-(starts and stops a cluster ops-scale-<system> for each system; writes build/bench/operators_scale.json, section 16
+(starts and stops a cluster ops-scale-<system> for each system, purged when its series ends (`cluster down
+--purge`: nothing of it stays in the cache); writes build/bench/operators_scale.json, section 16
 and bench/plots/operators.png)
 """
 

@@ -17,6 +17,7 @@ from bench.operators.report import report_scale
 from bench.operators.runs import create_job
 from bench.operators.verdicts import left_objects
 from dlcharts.cluster import ClusterConfig
+from dlcharts.cluster.cache import purge
 from dlcharts.cluster.embedded import EmbeddedCluster
 from dlcharts.install import Kube
 
@@ -100,4 +101,8 @@ def scale(systems: list[str], sizes: list[int], timeout: float) -> list[dict[str
             finally:
                 cluster.stop()
             report_scale(runs[-1:])  # each size as it ends: a long series stopped halfway keeps what it measured
+        # the series ends: its throwaway cluster leaves nothing in the cache (stop() keeps a cluster's stores and logs)
+        purged = purge(config.name, cluster.cache)
+        for line in purged.skipped + purged.failed:
+            print(f"operators scale: not purged: {line}", flush=True)
     return runs

@@ -411,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     jobs_cli.register(sub, EPILOG)  # run, sweep, import, demo
     release_cli.register(sub)  # release-check, repo build/keygen/verify
-    cluster_cli.register(sub)  # cluster build/up/down/status/check/fault, registry up/down/status/env
+    cluster_cli.register(sub)  # cluster build/up/down/status/check/fault, registry up/down/status/env, cache
     images_cli.register(sub)  # images build [--push] [--list]
     return parser
 

@@ -178,8 +178,13 @@ class Kubernetes:
     def describe(self) -> str:
         return f"k8s.io/kubernetes {self.version}"
 
+    @property
+    def folder(self) -> str:
+        """Its module's folder under ``$DLCHARTS_CACHE/build`` (a Wrapper's is its ``folder`` field)."""
+        return f"kubernetes-{self.version}"
+
     def prepare(self, go: Go) -> Prepared:
-        folder = go.workdir / f"kubernetes-{self.version}"
+        folder = go.workdir / self.folder
         folder.mkdir(parents=True, exist_ok=True)
         info = go.module_info("k8s.io/kubernetes", self.version)
         gomod = Path(_field(info, "GoMod"))

@@ -1,4 +1,5 @@
-"""`dlcharts cluster build|up|down|status|check|fault` and `dlcharts registry up|down|status|env`."""
+"""`dlcharts cluster build|up|down [--purge]|status|check|fault`, `dlcharts registry up|down|status|env` and `dlcharts
+cache [prune]`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from dlcharts.cluster import faults
 from dlcharts.cluster.addons import ADDONS
@@ -42,10 +44,43 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         started = time.monotonic()
         cluster.stop()
         print(f"stopped {args.name} in {time.monotonic() - started:.1f}s")
-        return 0
+        return _purge(args.name, cluster.cache) if args.purge else 0
     running = cluster.is_running()
     print(f"{args.name}: {'running' if running else 'not running'} ({cluster.state_dir})")
     return 0 if running else 1
+
+
+def _purge(name: str, cache: Path) -> int:
+    """``cluster down --purge``: the stopped cluster's stores go too (dlcharts.cluster.cache)."""
+    from dlcharts.cluster import cache as cache_mod
+
+    outcome = cache_mod.purge(name, cache)
+    for line in cache_mod.outcome_lines(outcome, cache, dry_run=False):
+        print(line, file=sys.stderr if line.startswith(("skipped", "failed")) else sys.stdout)
+    return 1 if outcome.skipped or outcome.failed else 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """``dlcharts cache [prune [--dry-run]]``: what the cache holds; with prune, remove what nothing uses."""
+    from dlcharts.cluster import cache as cache_mod
+    from dlcharts.toolchain import cache_root
+
+    root = cache_root()
+    if not root.is_dir():
+        print(f"{root}: no cache yet (DLCHARTS_CACHE or ~/.cache/dlcharts)")
+        return 0
+    inventory = cache_mod.Inventory(root, days=args.days)
+    if args.action is None:
+        print("\n".join(cache_mod.report(inventory, cache_mod.go_caches())))
+        return 0
+    outcome = cache_mod.prune(inventory, dry_run=args.dry_run)
+    for line in cache_mod.outcome_lines(outcome, root, dry_run=args.dry_run):
+        print(line, file=sys.stderr if line.startswith(("skipped", "failed")) else sys.stdout)
+    for name, alive in sorted(inventory.running.items()):
+        shown = sorted(alive)
+        more = f", and {len(shown) - 4} more" if len(shown) > 4 else ""
+        print(f"kept cluster {name}'s stores: it runs ({', '.join(shown[:4])}{more})")
+    return 1 if outcome.failed else 0
 
 
 def cmd_fault(args: argparse.Namespace) -> int:
@@ -138,11 +173,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_check(actions, common)
     for action, text in (("up", "start the cluster (or reuse the running one)"), ("down", "stop it"),
                          ("status", "say whether it runs")):  # fmt: skip
-        actions.add_parser(action, parents=[common], help=text).set_defaults(
-            func=cmd_cluster, names=[], check=False, platform=None
-        )
+        parser = actions.add_parser(action, parents=[common], help=text)
+        parser.set_defaults(func=cmd_cluster, names=[], check=False, platform=None, purge=False)
+        if action == "down":
+            parser.add_argument(
+                "--purge", action="store_true",
+                help="also remove its stores: its real nodes' images (node-images/NAME*), its registry "
+                "(registry/clusters/NAME), its logs; the next up pulls every image again",
+            )  # fmt: skip
     _register_fault(actions, common)
     _register_registry(sub)
+    _register_cache(sub)
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -243,3 +284,24 @@ def _register_registry(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--port", type=int, default=None, help="port on 127.0.0.1 (default: $DLCHARTS_REGISTRY_PORT or free)"
     )
     reg.set_defaults(func=cmd_registry)
+
+
+def _register_cache(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from dlcharts.cluster.cache import RENDER_DAYS
+
+    cache = sub.add_parser(
+        "cache", help="what ~/.cache/dlcharts holds, per kind and cluster name; prune: remove what nothing uses",
+        description="Without an action: the size of each part of the cache ($DLCHARTS_CACHE, default "
+        "~/.cache/dlcharts) per kind and per cluster name (disk blocks, a hard-linked file counted once), which "
+        "clusters run, and Go's own caches beside it. prune: remove what no running cluster and no current pin uses "
+        "(a stopped cluster's node stores, registry and state; binaries of versions no longer pinned; image builds "
+        "whose key is no longer current; scratch; renders not used for --days days), printing each with the bytes "
+        "it freed. A running cluster's stores are never touched; a store with a mount left under it is refused.",
+    )  # fmt: skip
+    cache.add_argument("action", nargs="?", choices=["prune"], help="remove what nothing uses")
+    cache.add_argument("--dry-run", action="store_true", help="prune: list what it would remove, remove nothing")
+    cache.add_argument(
+        "--days", type=float, default=RENDER_DAYS, metavar="N",
+        help="prune: renders not used for N days go (default: %(default)s)",
+    )  # fmt: skip
+    cache.set_defaults(func=cmd_cache)

@@ -41,10 +41,10 @@ class ClusterLayout:
         doc: dict[str, Any] = json.loads(state.read_text()) if state.is_file() else {}
         return doc
 
-    def lock(self, name: str | None = None) -> contextlib.AbstractContextManager[TextIO]:
+    def lock(self, name: str | None = None, timeout: float | None = None) -> contextlib.AbstractContextManager[TextIO]:
         """One start/stop of a cluster name at a time (the CLI and pytest workers may race); with ``name``, one
-        holder of that machine-wide lock at a time."""
-        return locked(self.run_dir / f"{name or self.name}.lock")
+        holder of that machine-wide lock at a time. ``timeout`` (0: do not wait) raises LockTimeout past it."""
+        return locked(self.run_dir / f"{name or self.name}.lock", timeout=timeout)
 
     def keep_logs(self) -> Path:
         dest = self.run_dir / f"{self.name}-failed-logs"

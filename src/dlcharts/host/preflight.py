@@ -75,7 +75,7 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def _go_env(go: Path) -> dict[str, str]:
+def go_env(go: Path) -> dict[str, str]:
     """GOVERSION, GOMODCACHE and GOCACHE of ``go`` (empty when it does not run)."""
     keys = ("GOVERSION", "GOMODCACHE", "GOCACHE")
     out = subprocess.run([str(go), "env", *keys], capture_output=True, text=True, check=False)
@@ -114,7 +114,7 @@ def problems(
                 "(https://go.dev/dl/ or your distribution's golang package)"
             )
         else:
-            env = _go_env(Path(go))
+            env = go_env(Path(go))
             if _version(env.get("GOVERSION", "")) < _version(wanted):
                 found.append(
                     f"{go} is {env.get('GOVERSION') or 'not a working Go'}; building {', '.join(to_build)} needs Go "

@@ -72,7 +72,7 @@ def test_every_problem_is_listed_together_with_its_fix(tmp_path: Path, monkeypat
 @pytest.mark.usefixtures("ready")
 def test_go_too_old_and_a_bad_port_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gobuild, "find_go", lambda: "/opt/go/bin/go")
-    monkeypatch.setattr(preflight, "_go_env", lambda go: {"GOVERSION": "go1.22.5"})
+    monkeypatch.setattr(preflight, "go_env", lambda go: {"GOVERSION": "go1.22.5"})
     monkeypatch.setenv("DLCHARTS_REGISTRY_PORT", "50OO")
     found = preflight.problems(tmp_path, to_build=["kwok"])
     assert found[0].startswith("/opt/go/bin/go is go1.22.5; building kwok needs Go 1.26 or newer"), found
