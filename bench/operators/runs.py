@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import re
 import time
 import uuid
@@ -187,6 +188,8 @@ def fault_ours(
             found.update(inject(kube, namespace), at=time.monotonic(), at_wall=time.time())
 
     def write(line: str) -> None:
+        if os.environ.get("BENCH_LOG"):  # every log line, timed from the start, to see where a run spends its time
+            print(f"{time.monotonic() - started:7.1f} {line}", flush=True)
         step = re.search(job.step, line)
         if inject is not None and "injecting" not in found and step:
             found.update(injecting=True, injected_line=line)
