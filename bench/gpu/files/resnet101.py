@@ -103,28 +103,22 @@ def main():
             flush=True,
         )
 
-    def step():
+    start = None
+    for i in range(-args.warmup_steps, args.steps):  # negative: the untimed warm-up
+        if i == 0:  # the clock starts once every rank has warmed up and the GPU has caught up
+            if cuda:
+                torch.cuda.synchronize(device)
+            dist.barrier()
+            start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp and cuda):
             loss = loss_fn(ddp(images), labels)
         loss.backward()
         optimizer.step()
-        return loss
-
-    def sync():
-        if cuda:
-            torch.cuda.synchronize(device)
-
-    for _ in range(args.warmup_steps):
-        step()
-    sync()
-    dist.barrier()
-    start = time.perf_counter()
-    for i in range(args.steps):
-        loss = step()
-        if rank == 0 and (i + 1) % max(1, args.steps // 5) == 0:
+        if rank == 0 and i >= 0 and (i + 1) % max(1, args.steps // 5) == 0:
             print(f"resnet: step {i + 1}/{args.steps} loss {loss.item():.3f}", flush=True)
-    sync()
+    if cuda:
+        torch.cuda.synchronize(device)
     rate = args.steps * args.batch_size / (time.perf_counter() - start)
     total = torch.tensor([rate], dtype=torch.float64, device=device)
     dist.all_reduce(total)
