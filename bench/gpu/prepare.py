@@ -55,8 +55,8 @@ def pod_hosts(rendered: Rendered) -> list[str]:
 
 def extract(case: plan.Case, rendered: Rendered) -> dict[str, Any]:
     """One case of the plan: what pod 0 of the worker Job gets (see the module's docstring)."""
-    pod = worker_job(rendered)["spec"]["template"]["spec"]
-    container = podenv.main_container({"spec": {"template": {"spec": pod}}})
+    job = worker_job(rendered)
+    pod, container = job["spec"]["template"]["spec"], podenv.main_container(job)
     env = podenv.container_env(container, 0)
     unresolved = [item["name"] for item in container.get("env") or [] if item["name"] not in env]
     if unresolved or container.get("envFrom"):
