@@ -13,8 +13,8 @@
 #:    leaves them up for a launcher retry (their watchdog stops them once the launcher is gone for good);
 #: 5. exits with the command's status (1 after lost workers).
 #: With MPI_WAIT_ONLY=true (the launcher runs its image's own entrypoint, `imageEntrypoint`) it is the mpi-wait init
-#: container instead: step 1 only, then exit 0, and the main container runs the launch line; the workers then stop
-#: through their watchdog.
+#: container instead: steps 1 and 2, then exit 0, and the main container runs the launch line; the workers then stop
+#: through their watchdog, which the marker tells that the launcher ran.
 # mpi-launcher: waits for the MPI workers, runs the launcher command, checks and releases the workers (dl-charts)
 set -u
 say() { echo "mpi-launcher: $*"; }
@@ -93,10 +93,6 @@ while :; do
   sleep "$MPI_WAIT_INTERVAL" &
   wait $!
 done
-if [ "$wait_only" = true ]; then
-  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
-  exit 0
-fi
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
 # let the run pass as a success, and Open MPI 5's prterun exits 0 after "PRTE has lost communication with a
 # remote daemon". Elastic runs (MPI_WAIT_MIN set: Horovod elastic) are left out: there workers leave and join
@@ -114,6 +110,11 @@ if [ -z "${MPI_WAIT_MIN:-}" ]; then
   unmarked=$(on_workers mark)
   [ -z "$unmarked" ] || die "could not leave the run marker $marker on every worker (a worker that vanished after accepting SSH?); the launcher Job's retry waits for the workers again:
 $unmarked"
+fi
+if [ "$wait_only" = true ]; then
+  # the marker also tells the workers' watchdog that this launcher ran (DL_WATCH_SEEN_FILE), however short its launch line
+  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
+  exit 0
 fi
 # lost <host>: prints why the worker no longer holds this run's marker; nothing when it does
 # shellcheck disable=SC2317 # called through on_workers

@@ -8,7 +8,9 @@
 #: DL_WATCH_MISSES checks in a row, it stops the program (TERM, then KILL after 30 s) and exits 0, so the pod
 #: completes and frees its GPU and node. A pod that replaces a failed one (DL_WATCH_RETRY, the Job's per-index
 #: failure count, is not 0) counts the misses from its start: the pods it serves may have finished for good
-#: before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. If
+#: before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. So does
+#: a pod whose DL_WATCH_SEEN_FILE exists (an MPI worker's run marker, which every launcher attempt leaves there over
+#: SSH): what it serves started, and may have ended between two checks. If
 #: the program exits on its own, its exit status is passed through. Without a program (a role that runs its image's
 #: own entrypoint, `imageEntrypoint`, in a native sidecar beside this one: dl-common.pod.template) it only watches,
 #: and exits 0 at the same point; the kubelet then stops the sidecar and the pod completes. Uses getent (glibc
@@ -53,6 +55,11 @@ while running; do
         case "$ready" in *" $ip "*) up=1; break 2 ;; esac
       done
     done
+  fi
+  if [ "$up" = 0 ] && [ "$seen" = 0 ] && [ -n "${DL_WATCH_SEEN_FILE:-}" ] && [ -e "$DL_WATCH_SEEN_FILE" ]; then
+    # what it serves left its mark here, and may have ended between two checks (a launch line of seconds)
+    echo "watchdog: $DL_WATCH_SEEN_FILE shows that [$DL_WATCH_GROUPS] ran; none is ready now"
+    seen=1
   fi
   if [ "$up" = 1 ]; then
     [ "$seen" = 0 ] && echo "watchdog: peers [$DL_WATCH_GROUPS] are up"

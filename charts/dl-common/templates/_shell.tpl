@@ -59,8 +59,8 @@ dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <comm
    leaves them up for a launcher retry (their watchdog stops them once the launcher is gone for good);
 5. exits with the command's status (1 after lost workers).
 With MPI_WAIT_ONLY=true (the launcher runs its image's own entrypoint, `imageEntrypoint`) it is the mpi-wait init
-container instead: step 1 only, then exit 0, and the main container runs the launch line; the workers then stop
-through their watchdog.
+container instead: steps 1 and 2, then exit 0, and the main container runs the launch line; the workers then stop
+through their watchdog, which the marker tells that the launcher ran.
 Source: scripts/mpi-launcher.sh.
 */}}
 {{- define "dl-common.mpi.launcherScript" -}}
@@ -141,10 +141,6 @@ while :; do
   sleep "$MPI_WAIT_INTERVAL" &
   wait $!
 done
-if [ "$wait_only" = true ]; then
-  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
-  exit 0
-fi
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
 # let the run pass as a success, and Open MPI 5's prterun exits 0 after "PRTE has lost communication with a
 # remote daemon". Elastic runs (MPI_WAIT_MIN set: Horovod elastic) are left out: there workers leave and join
@@ -161,6 +157,11 @@ if [ -z "${MPI_WAIT_MIN:-}" ]; then
   unmarked=$(on_workers mark)
   [ -z "$unmarked" ] || die "could not leave the run marker $marker on every worker (a worker that vanished after accepting SSH?); the launcher Job's retry waits for the workers again:
 $unmarked"
+fi
+if [ "$wait_only" = true ]; then
+  # the marker also tells the workers' watchdog that this launcher ran (DL_WATCH_SEEN_FILE), however short its launch line
+  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
+  exit 0
 fi
 # lost <host>: prints why the worker no longer holds this run's marker; nothing when it does
 lost() {
@@ -755,7 +756,9 @@ Service, never in that one). Once it has seen one of them up, and then none of t
 DL_WATCH_MISSES checks in a row, it stops the program (TERM, then KILL after 30 s) and exits 0, so the pod
 completes and frees its GPU and node. A pod that replaces a failed one (DL_WATCH_RETRY, the Job's per-index
 failure count, is not 0) counts the misses from its start: the pods it serves may have finished for good
-before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. If
+before it started (e.g. an MPI launcher that failed after a worker was killed), and it would never see them. So does
+a pod whose DL_WATCH_SEEN_FILE exists (an MPI worker's run marker, which every launcher attempt leaves there over
+SSH): what it serves started, and may have ended between two checks. If
 the program exits on its own, its exit status is passed through. Without a program (a role that runs its image's
 own entrypoint, `imageEntrypoint`, in a native sidecar beside this one: dl-common.pod.template) it only watches,
 and exits 0 at the same point; the kubelet then stops the sidecar and the pod completes. Uses getent (glibc
@@ -802,6 +805,11 @@ while running; do
         case "$ready" in *" $ip "*) up=1; break 2 ;; esac
       done
     done
+  fi
+  if [ "$up" = 0 ] && [ "$seen" = 0 ] && [ -n "${DL_WATCH_SEEN_FILE:-}" ] && [ -e "$DL_WATCH_SEEN_FILE" ]; then
+    # what it serves left its mark here, and may have ended between two checks (a launch line of seconds)
+    echo "watchdog: $DL_WATCH_SEEN_FILE shows that [$DL_WATCH_GROUPS] ran; none is ready now"
+    seen=1
   fi
   if [ "$up" = 1 ]; then
     [ "$seen" = 0 ] && echo "watchdog: peers [$DL_WATCH_GROUPS] are up"

@@ -5,6 +5,7 @@ and the lines meant for the tools never reach a pod."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -186,3 +187,25 @@ def test_the_mpi_launcher_leaves_elastic_runs_and_failures_as_they_are(tmp_path)
     assert proc.returncode == 3
     assert "the command failed with exit status 3" in proc.stdout
     assert released(workers) == [False, False]
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_the_watchdog_counts_a_served_pod_that_left_its_mark_as_seen(tmp_path, marked):
+    """An MPI launcher whose launch line ends between two checks is never seen ready: the run marker it leaves in
+    the worker's ssh dir (DL_WATCH_SEEN_FILE) lets the worker's watchdog end the pod; without it the watchdog waits."""
+    seen = tmp_path / "mpi-run"
+    if marked:
+        seen.write_text("token\n")
+    env = {"PATH": os.environ["PATH"], "DL_WATCH_GROUPS": "launcher:1", "DL_PEER_DOMAIN": "rel.ns.svc.invalid",
+           "DL_WATCH_READY": "rel-ready.ns.svc.invalid", "DL_WATCH_INTERVAL": "0", "DL_WATCH_MISSES": "2",
+           "DL_WATCH_SEEN_FILE": str(seen)}  # fmt: skip
+    script = (LIBRARY / "scripts" / "watchdog.sh").read_text()
+    try:
+        proc = subprocess.run(["sh", "-c", script, "dl-watchdog"], env=env, capture_output=True, text=True, timeout=5)
+    except subprocess.TimeoutExpired:
+        assert not marked, "the watchdog never ended although the served pod left its mark"
+        return
+    assert marked, proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert f"{seen} shows that [launcher:1] ran" in proc.stdout
+    assert "the pods this role serves have finished; ending this pod" in proc.stdout

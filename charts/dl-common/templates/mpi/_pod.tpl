@@ -171,7 +171,8 @@ and identity mpi-setup wrote), mpi.setup.resources and the securityContext of mp
 {{/*
 dl-common.mpi.env: the MPI env of a main container (JSON list of EnvVar dicts, for dl-common.job.indexed
 "env"). "role" is "launcher" or "worker"; "launcher"/"worker" are both roles' settings. Every MPI pod:
-MPI_SSH_DIR, MPI_SSH_PORT. The launcher adds its wait parameters (MPI_PEER_GROUPS, MPI_PEER_DOMAIN,
+MPI_SSH_DIR, MPI_SSH_PORT. A worker adds DL_WATCH_SEEN_FILE, the run marker every launcher attempt leaves in its ssh
+dir, which tells its watchdog that the launcher ran however briefly (dl-common.pod.watchdogScript). The launcher adds its wait parameters (MPI_PEER_GROUPS, MPI_PEER_DOMAIN,
 MPI_WAIT_TIMEOUT, MPI_WAIT_INTERVAL, MPI_WAIT_MIN when "waitMin" is given, MPI_RELEASE,
 MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
   openmpi: OMPI_MCA_orte_keep_fqdn_hostnames=true, OMPI_MCA_orte_default_hostfile, OMPI_MCA_plm_rsh_args
@@ -190,6 +191,9 @@ MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
 {{- $hostfile := printf "%s/hostfile" $n.mount -}}
 {{- $port := int $mpi.sshPort -}}
 {{- $env := list (dict "name" "MPI_SSH_DIR" "value" $paths.sshDir) (dict "name" "MPI_SSH_PORT" "value" (toString $port)) -}}
+{{- if eq .role "worker" -}}
+{{- $env = append $env (dict "name" "DL_WATCH_SEEN_FILE" "value" (printf "%s/mpi-run" $paths.sshDir)) -}}
+{{- end -}}
 {{- if eq .role "launcher" -}}
 {{- $waitGroups := include "dl-common.peers.groups" (dict "roles" (dict "worker" (int $ctx.Values.worker)) "context" $ctx) -}}
 {{- $env = concat $env (list
