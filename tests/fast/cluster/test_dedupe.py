@@ -163,3 +163,29 @@ def test_a_copy_of_another_owner_is_skipped(tmp_path: Path) -> None:
     assert len(inodes([p for p in paths if p != paths[3]])) == 1
     assert str(paths[3]) in outcome.skipped[0] and "uid 4321" in outcome.skipped[0]
 
+
+def test_a_push_links_the_registrys_new_copies_of_that_image_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dlcharts.images import build
+    from dlcharts.images.definitions import IMAGES
+
+    def put(data: bytes) -> dict[str, object]:
+        hexdigest, _ = blob(tmp_path, data, slice(0, 2))  # the layout's copy and registry one's
+        return {"digest": f"sha256:{hexdigest}", "size": len(data)}
+
+    config, layer = put(b"{}"), put(os.urandom(20_000))
+    manifest = json.dumps({"config": config, "layers": [layer]}).encode()
+    top = put(manifest)
+    layout = places(tmp_path, "0" * 64)[0].parents[2]
+    (layout / "index.json").write_text(json.dumps({"manifests": [{"digest": top["digest"]}]}))
+    _, unrelated = blob(tmp_path, b"another image's layer", slice(0, 2))
+    monkeypatch.setattr(build, "push_layout", lambda *args: "pushed")
+    builder = build.Builder(tmp_path, say=lambda line: None)
+    result = build.BuildResult(IMAGES["busybox"], str(top["digest"]), 0, 0, 0.0, [], layout)
+
+    assert builder.push(result, "127.0.0.1:5000") == "pushed"
+
+    for desc in (top, config, layer):
+        assert len(inodes(places(tmp_path, str(desc["digest"]).removeprefix("sha256:"))[:2])) == 1
+    assert len(inodes(unrelated)) == 2
