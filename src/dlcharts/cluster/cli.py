@@ -14,7 +14,7 @@ from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.addons.operators import OPERATORS
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
-from dlcharts.host import binaries
+from dlcharts.host import binaries, dedupe
 from dlcharts.host.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 
 
@@ -62,7 +62,7 @@ def _purge(name: str, cache: Path) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """``dlcharts cache [prune|dedupe [--dry-run]]``: what the cache holds; with prune, remove what nothing uses;
-    with dedupe, hard-link the copies of each image blob (dlcharts.cluster.dedupe)."""
+    with dedupe, hard-link the copies of each image blob (dlcharts.host.dedupe)."""
     from dlcharts.cluster import cache as cache_mod
     from dlcharts.toolchain import cache_root
 
@@ -71,10 +71,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"{root}: no cache yet (DLCHARTS_CACHE or ~/.cache/dlcharts)")
         return 0
     if args.action == "dedupe":
-        from dlcharts.cluster import dedupe
-
         linked = dedupe.dedupe(root, dry_run=args.dry_run)
-        for line in dedupe.summary(linked, dry_run=args.dry_run):
+        for line in _dedupe_lines(linked, dry_run=args.dry_run):
             print(line, file=sys.stderr if line.startswith(("refused", "skipped")) else sys.stdout)
         return 1 if linked.refused else 0
     inventory = cache_mod.Inventory(root, days=args.days)
@@ -89,6 +87,21 @@ def cmd_cache(args: argparse.Namespace) -> int:
         more = f", and {len(shown) - 4} more" if len(shown) > 4 else ""
         print(f"kept cluster {name}'s stores: it runs ({', '.join(shown[:4])}{more})")
     return 1 if outcome.failed else 0
+
+
+def _dedupe_lines(outcome: dedupe.Outcome, *, dry_run: bool = False) -> list[str]:
+    """The lines `dlcharts cache dedupe` prints: what was linked and freed, then each refused and skipped copy."""
+    from dlcharts.cluster.cache import size
+
+    verb = "would link" if dry_run else "linked"
+    lines = [
+        f"{verb} {outcome.linked} cop{'y' if outcome.linked == 1 else 'ies'} of {outcome.blobs} blobs kept in "
+        f"several places; {'would free' if dry_run else 'freed'} {size(outcome.freed)} (read {size(outcome.read)} "
+        f"to check digests, {outcome.seconds:.1f}s)"
+    ]
+    lines += [f"refused {line}" for line in outcome.refused]
+    lines += [f"skipped {line}" for line in outcome.skipped]
+    return lines
 
 
 def cmd_fault(args: argparse.Namespace) -> int:

@@ -157,10 +157,10 @@ class Builder:
 
     def link_blobs(self, result: BuildResult) -> None:
         """Hard-link the copies of the image's blobs that the registries and real nodes under this cache keep to
-        one file (dlcharts.cluster.dedupe): after a push, the registry's new copy; after a pull, the nodes'. Only
+        one file (dlcharts.host.dedupe): after a push, the registry's new copy; after a pull, the nodes'. Only
         these few blobs are looked at; a copy already linked is not read again. Never fails the caller: what could
         not be linked is said."""
-        from dlcharts.cluster.dedupe import dedupe
+        from dlcharts.host.dedupe import dedupe
 
         try:
             outcome = dedupe(self.root.parent, layout_digests(result.layout))

@@ -1,4 +1,4 @@
-"""``dlcharts cache dedupe`` and the links made after a push (dlcharts.cluster.dedupe) on a fake cache tree: copies
+"""``dlcharts cache dedupe`` and the links made after a push (dlcharts.host.dedupe) on a fake cache tree: copies
 of one blob in an OCI layout, two cluster registries and two real nodes' containerd stores become one inode; a copy
 whose bytes differ from its name, one on another file system and one of another owner are left alone; a second run
 changes nothing and reads nothing."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlcharts import cli
-from dlcharts.cluster import dedupe
+from dlcharts.host import dedupe
 
 REGISTRY = "storage/docker/registry/v2/blobs/sha256"
 CONTENT = "io.containerd.content.v1.content/blobs/sha256"

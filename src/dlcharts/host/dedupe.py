@@ -225,18 +225,3 @@ def _replace(kept: Path, path: Path, was: os.stat_result, outcome: Outcome) -> b
         outcome.skipped.append(f"{path}: could not link it to {kept} ({why or exc}); left as it is")
         return False
     return True
-
-
-def summary(outcome: Outcome, *, dry_run: bool = False) -> list[str]:
-    """The lines `dlcharts cache dedupe` prints: what was linked and freed, then each refused and skipped copy."""
-    from dlcharts.cluster.cache import size
-
-    verb = "would link" if dry_run else "linked"
-    lines = [
-        f"{verb} {outcome.linked} cop{'y' if outcome.linked == 1 else 'ies'} of {outcome.blobs} blobs kept in "
-        f"several places; {'would free' if dry_run else 'freed'} {size(outcome.freed)} (read {size(outcome.read)} "
-        f"to check digests, {outcome.seconds:.1f}s)"
-    ]
-    lines += [f"refused {line}" for line in outcome.refused]
-    lines += [f"skipped {line}" for line in outcome.skipped]
-    return lines
