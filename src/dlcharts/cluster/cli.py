@@ -1,5 +1,5 @@
 """`dlcharts cluster build|up|down [--purge]|status|check|fault`, `dlcharts registry up|down|status|env` and `dlcharts
-cache [prune]`."""
+cache [prune|dedupe]`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dlcharts.cluster.addons import ADDONS
 from dlcharts.cluster.addons.operators import OPERATORS
 from dlcharts.cluster.config import ClusterConfig
 from dlcharts.cluster.embedded import EmbeddedCluster
-from dlcharts.host import binaries
+from dlcharts.host import binaries, dedupe
 from dlcharts.host.binaries import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 
 
@@ -61,7 +61,8 @@ def _purge(name: str, cache: Path) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    """``dlcharts cache [prune [--dry-run]]``: what the cache holds; with prune, remove what nothing uses."""
+    """``dlcharts cache [prune|dedupe [--dry-run]]``: what the cache holds; with prune, remove what nothing uses;
+    with dedupe, hard-link the copies of each image blob (dlcharts.host.dedupe)."""
     from dlcharts.cluster import cache as cache_mod
     from dlcharts.toolchain import cache_root
 
@@ -69,6 +70,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
     if not root.is_dir():
         print(f"{root}: no cache yet (DLCHARTS_CACHE or ~/.cache/dlcharts)")
         return 0
+    if args.action == "dedupe":
+        linked = dedupe.dedupe(root, dry_run=args.dry_run)
+        for line in _dedupe_lines(linked, dry_run=args.dry_run):
+            print(line, file=sys.stderr if line.startswith(("refused", "skipped")) else sys.stdout)
+        return 1 if linked.refused else 0
     inventory = cache_mod.Inventory(root, days=args.days)
     if args.action is None:
         print("\n".join(cache_mod.report(inventory, cache_mod.go_caches())))
@@ -81,6 +87,21 @@ def cmd_cache(args: argparse.Namespace) -> int:
         more = f", and {len(shown) - 4} more" if len(shown) > 4 else ""
         print(f"kept cluster {name}'s stores: it runs ({', '.join(shown[:4])}{more})")
     return 1 if outcome.failed else 0
+
+
+def _dedupe_lines(outcome: dedupe.Outcome, *, dry_run: bool = False) -> list[str]:
+    """The lines `dlcharts cache dedupe` prints: what was linked and freed, then each refused and skipped copy."""
+    from dlcharts.cluster.cache import size
+
+    verb = "would link" if dry_run else "linked"
+    lines = [
+        f"{verb} {outcome.linked} cop{'y' if outcome.linked == 1 else 'ies'} of {outcome.blobs} blobs kept in "
+        f"several places; {'would free' if dry_run else 'freed'} {size(outcome.freed)} (read {size(outcome.read)} "
+        f"to check digests, {outcome.seconds:.1f}s)"
+    ]
+    lines += [f"refused {line}" for line in outcome.refused]
+    lines += [f"skipped {line}" for line in outcome.skipped]
+    return lines
 
 
 def cmd_fault(args: argparse.Namespace) -> int:
@@ -296,10 +317,19 @@ def _register_cache(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "clusters run, and Go's own caches beside it. prune: remove what no running cluster and no current pin uses "
         "(a stopped cluster's node stores, registry and state; binaries of versions no longer pinned; image builds "
         "whose key is no longer current; scratch; renders not used for --days days), printing each with the bytes "
-        "it freed. A running cluster's stores are never touched; a store with a mount left under it is refused.",
+        "it freed. A running cluster's stores are never touched; a store with a mount left under it is refused. "
+        "dedupe: make the copies of each image blob that the OCI layouts, the registries and the real nodes' "
+        "containerd keep one hard-linked file, each copy's sha256 checked first (a copy whose bytes differ from "
+        "its name is left alone and named; exit 1). A push and a `dlcharts run` do this for their own images.",
     )  # fmt: skip
-    cache.add_argument("action", nargs="?", choices=["prune"], help="remove what nothing uses")
-    cache.add_argument("--dry-run", action="store_true", help="prune: list what it would remove, remove nothing")
+    cache.add_argument(
+        "action", nargs="?", choices=["prune", "dedupe"],
+        help="prune: remove what nothing uses; dedupe: hard-link identical image blobs",
+    )  # fmt: skip
+    cache.add_argument(
+        "--dry-run", action="store_true",
+        help="prune: list what it would remove, remove nothing; dedupe: count, link nothing",
+    )  # fmt: skip
     cache.add_argument(
         "--days", type=float, default=RENDER_DAYS, metavar="N",
         help="prune: renders not used for N days go (default: %(default)s)",

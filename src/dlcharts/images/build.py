@@ -41,7 +41,14 @@ from dlcharts.host.registry_access import Access
 from dlcharts.images.definitions import IMAGES, ImageDef
 from dlcharts.images.keys import RECIPE_VERSION, SOURCE_DATE_EPOCH, CacheKeys, build_root
 from dlcharts.images.layers import make_layer
-from dlcharts.images.oci import cached_layout, layout_path, layout_summary, make_layout, verify_layout
+from dlcharts.images.oci import (
+    cached_layout,
+    layout_digests,
+    layout_path,
+    layout_summary,
+    make_layout,
+    verify_layout,
+)
 from dlcharts.images.push import push_layout
 from dlcharts.images.rootfs import make_rootfs
 from dlcharts.images.runner import ToolRunner
@@ -144,7 +151,29 @@ class Builder:
     def push(self, result: BuildResult, registry: str, access: Access | None = None) -> str:
         """Push the built layout to ``registry`` (host:port; ``access``: its CA and login, for a secure one);
         return ``<ref>@<digest>``."""
-        return push_layout(self.workspace.runner, result.image, result.layout, result.digest, registry, access)
+        pushed = push_layout(self.workspace.runner, result.image, result.layout, result.digest, registry, access)
+        self.link_blobs(result)
+        return pushed
+
+    def link_blobs(self, result: BuildResult) -> None:
+        """Hard-link the copies of the image's blobs that the registries and real nodes under this cache keep to
+        one file (dlcharts.host.dedupe): after a push, the registry's new copy; after a pull, the nodes'. Only
+        these few blobs are looked at; a copy already linked is not read again. Never fails the caller: what could
+        not be linked is said."""
+        from dlcharts.host.dedupe import dedupe
+
+        try:
+            outcome = dedupe(self.root.parent, layout_digests(result.layout))
+        except (OSError, ValueError, KeyError) as exc:
+            self.say(f"{result.image.name}: its blobs' copies were not linked: {exc}")
+            return
+        if outcome.linked:
+            self.say(
+                f"{result.image.name}: {outcome.linked} copies of its blobs hard-linked to one file "
+                f"({outcome.freed / 2**20:.0f} MiB freed, {outcome.seconds:.1f}s)"
+            )
+        for line in outcome.refused + outcome.skipped:
+            self.say(f"{result.image.name}: not linked: {line}")
 
     def is_cached(self, image: ImageDef) -> bool:
         """Whether a finished layout of ``image`` is in the cache (its blobs are checked when it is used)."""

@@ -53,6 +53,12 @@ def verify_layout(layout: Path, digest: str) -> str:
     return ""
 
 
+def layout_digests(layout: Path) -> list[str]:
+    """The digests of every blob the layout's image is made of: its manifest, config and layers."""
+    digest, manifest = read_manifest(layout)
+    return [digest, manifest["config"]["digest"], *(layer["digest"] for layer in manifest["layers"])]
+
+
 def layout_summary(layout: Path) -> tuple[str, int]:
     """(manifest digest, compressed size of config + layers: what a node pulls)."""
     digest, manifest = read_manifest(layout)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +55,26 @@ def chart_name(chart: Path) -> str:
     return suite.chart_name(chart)
 
 
-def push_images(chart: str, registry: str, write: Write) -> None:
-    """Build (cached) and push every local image that stands for one of ``chart``'s image values."""
+def push_images(chart: str, registry: str, write: Write) -> Callable[[], None]:
+    """Build (cached) and push every local image that stands for one of ``chart``'s image values; return what
+    hard-links the copies of their blobs the nodes pull (:meth:`dlcharts.images.build.Builder.link_blobs`)."""
     from dlcharts.images.build import Builder
 
     builder = Builder()
+    results = []
     for image, path in local_images(chart):
         started = time.monotonic()
-        digest = builder.push(builder.build(image), registry)
+        result = builder.build(image)
+        digest = builder.push(result, registry)
+        results.append(result)
         took = time.monotonic() - started
         write(f"    {path}: {registry}/{image.reference} ({digest.rsplit('@', 1)[-1][:19]}, {took:.0f}s)")
+
+    def link_pulled() -> None:
+        for result in results:
+            builder.link_blobs(result)
+
+    return link_pulled
 
 
 def prepare_namespace(kube: Kube, namespace: str, chart: Path, write: Write = print) -> None:
@@ -104,16 +114,20 @@ class Session:
     values: dict[str, Any]
     #: the start watch's way to the API server on the embedded cluster (None: the cluster's own, or no watch)
     api_server: str | None
+    #: hard-links the nodes' copies of the pushed images' blobs to the other stores' (nothing pushed: a no-op)
+    link_pulled: Callable[[], None] = lambda: None
 
     def release(self, name: str) -> Release:
         return Release(self.helm, self.kubeconfig, name, self.namespace)
 
     def end(self, release: Release, write: Write = print) -> None:
         """What a release needs once its run is over: its start watch suspended when it reaches the API server only
-        through this session's relay, which ends with the session."""
+        through this session's relay, which ends with the session; the images its nodes pulled for it linked to
+        the copies the registry and the image cache keep (a copy already linked is not read again)."""
         if self.api_server:
             for job in suspend_start_watch(self.kube, release):
                 write(f"start watch: Job {job} suspended (it needs this run's relay to the API server)")
+        self.link_pulled()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +181,7 @@ def session(chart: Path, helm_args: Sequence[str], options: RunOptions, write: W
         prepare_namespace(kube, namespace, chart, write)  # a namespace that would refuse the pods: before the images
         if registry:
             write(f"images: local images of {name}, pushed to {registry}")
-            push_images(name, registry, write)
+            ready.link_pulled = push_images(name, registry, write)
         if api_server:
             write(f"start watch: reaches the API server through {api_server} (the real node's pods have no route)")
         yield ready
