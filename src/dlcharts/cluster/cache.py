@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import errno
 import os
-import re
 import shutil
 import stat
 import time
@@ -50,11 +49,12 @@ from dlcharts.cluster.cluster_layout import ClusterLayout
 from dlcharts.cluster.node_layout import NodeLayout
 from dlcharts.cluster.node_registry import registry_for
 from dlcharts.errors import DLChartsError, ImageError
-from dlcharts.host import binaries, procs
+from dlcharts.host import binaries, procs, system
+from dlcharts.host.system import Mount, entries, read_mounts
 from dlcharts.utils.flock import LockTimeout, locked
 
 #: where the mounts are read from (a test points it at a file of its own)
-MOUNTINFO = Path("/proc/self/mountinfo")
+MOUNTINFO = system.MOUNTINFO
 #: renders not used for this many days are pruned (the render cache reads each result by its content's hash)
 RENDER_DAYS = 30
 #: a real node's store beside real-0's: ``<name>.real-<i>`` (dlcharts.cluster.node_layout; a cluster name has no dot)
@@ -64,41 +64,12 @@ NODE_STORE = ".real-"
 # ------------------------------------------------------------------------------------------------------ disk usage
 
 
-@dataclasses.dataclass(frozen=True)
-class Mount:
-    target: str
-    fstype: str
-    #: the folders an overlay is made of (lowerdir, upperdir, workdir): a snapshot in use, though mounted elsewhere
-    layers: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        return f"{self.target} ({self.fstype})"
-
-
-def read_mounts(path: Path | None = None) -> list[Mount]:
-    """Every mount of this process's namespace (``/proc/self/mountinfo``); empty where it cannot be read."""
+def read_mounts_here() -> list[Mount]:
+    """This namespace's mounts (from MOUNTINFO); empty where they cannot be read."""
     try:
-        text = (path or MOUNTINFO).read_text()
+        return read_mounts(MOUNTINFO)
     except OSError:
         return []
-    found = []
-    for line in text.splitlines():
-        before, sep, after = line.partition(" - ")
-        fields, rest = before.split(), after.split()
-        if not sep or len(fields) < 5 or len(rest) < 3:
-            continue
-        layers = []
-        for option in rest[2].split(","):
-            key, _, value = option.partition("=")
-            if key in ("lowerdir", "upperdir", "workdir"):
-                layers += [_unescape(v) for v in value.split(":") if v]
-        found.append(Mount(_unescape(fields[4]), rest[0], tuple(layers)))
-    return found
-
-
-def _unescape(text: str) -> str:
-    """mountinfo writes a space, tab, newline and backslash in a path as octal escapes (``\\040``)."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), text)
 
 
 def mounts_in(path: Path, mounts: Iterable[Mount]) -> list[Mount]:
@@ -200,10 +171,10 @@ class Item:
 
 def cluster_names(cache: Path) -> list[str]:
     """Every cluster name that has something in the cache: state, a node store, a registry or a kwokctl log."""
-    names = {p.name for p in _children(cache / "clusters") if p.is_dir()}
-    names |= {p.name.partition(NODE_STORE)[0] for p in _children(cache / "node-images")}
-    names |= {p.name for p in _children(cache / "registry" / "clusters") if p.is_dir()}
-    names |= {p.name.removesuffix(".kwokctl.log") for p in _children(cache / "run") if p.name.endswith(".kwokctl.log")}
+    names = {p.name for p in entries(cache / "clusters") if p.is_dir()}
+    names |= {p.name.partition(NODE_STORE)[0] for p in entries(cache / "node-images")}
+    names |= {p.name for p in entries(cache / "registry" / "clusters") if p.is_dir()}
+    names |= {p.name.removesuffix(".kwokctl.log") for p in entries(cache / "run") if p.name.endswith(".kwokctl.log")}
     return sorted(names)
 
 
@@ -244,18 +215,11 @@ def _processes(alive: dict[str, int]) -> str:
     return ", ".join(f"{what} pid {pid}" for what, pid in sorted(alive.items()))
 
 
-def _children(folder: Path) -> list[Path]:
-    try:
-        return sorted(folder.iterdir())
-    except OSError:
-        return []
-
-
 def _by_key(folder: Path) -> dict[str, list[Path]]:
     """An image-cache folder's entries grouped by the key that names them (``<key>``, ``<key>.json``,
     ``<key>.tar.sha256``); an unfinished one (``.partial``) is grouped under ``.partial``."""
     groups: dict[str, list[Path]] = {}
-    for path in _children(folder):
+    for path in entries(folder):
         key = ".partial" if path.name.endswith(".partial") else path.name.split(".")[0]
         groups.setdefault(key, []).append(path)
     return groups
@@ -302,7 +266,7 @@ class Inventory:
         self.cache = cache
         self.days = days
         self.now = time.time() if now is None else now
-        self.mounts = read_mounts()
+        self.mounts = read_mounts_here()
         self.du = DiskUsage(self.mounts)
         self.running = running_clusters(cache)
         self.image_keys_problem = ""
@@ -337,7 +301,7 @@ class Inventory:
     def _binaries(self) -> None:
         bins, modules = pinned_folders()
         for part, pinned in (("bin", bins), ("build", modules)):
-            for path in _children(self.cache / part):
+            for path in entries(self.cache / part):
                 if path.name.startswith("."):  # the build lock
                     continue
                 if part == "build" and path.name.startswith("out."):  # gobuild's output folder of a build cut short
@@ -362,14 +326,14 @@ class Inventory:
                 else:
                     why = "key no longer current"
                     self.measure(Item(f"images/{folder}", key, tuple(paths), removable=True, why=why))
-        scratch = _children(images / "tmp")
+        scratch = entries(images / "tmp")
         if scratch:
             self.measure(Item("images/tmp", "scratch", tuple(scratch), removable=True, why="scratch"))
 
     def _renders(self) -> None:
         old: list[Path] = []
         recent: list[Path] = []
-        for path in _children(self.cache / "renders"):
+        for path in entries(self.cache / "renders"):
             with contextlib.suppress(OSError):
                 st = path.lstat()
                 # a cached render is only read: the access time (once a day under relatime) is when it was last used
@@ -386,13 +350,13 @@ class Inventory:
         logs/, tools/, ..."""
         covered = self.covered
         holding = {parent for path in covered for parent in path.parents}
-        todo = _children(self.cache)
+        todo = entries(self.cache)
         while todo:
             path = todo.pop(0)
             if path in covered or path.name.endswith(".lock"):  # a lock holds no data; it must stay, for its holder
                 continue
             if path in holding:  # a folder holding covered items: its other entries, one by one
-                todo += _children(path)
+                todo += entries(path)
                 continue
             rel = path.relative_to(self.cache)
             kind = "/".join(rel.parts[:2]) if rel.parts[0] == "images" else rel.parts[0]  # images/debs, images/logs
@@ -457,7 +421,7 @@ def purge(name: str, cache: Path, *, dry_run: bool = False) -> Outcome:
     """Remove the stores of the cluster ``name`` (``cluster down --purge``): refused while it runs."""
     outcome = Outcome()
     alive = cluster_processes(name, cache)
-    du = DiskUsage(read_mounts())
+    du = DiskUsage(read_mounts_here())
     items = []
     for part, paths in cluster_paths(name, cache).items():
         if paths:
@@ -494,7 +458,7 @@ def _remove_cluster(cache: Path, name: str, items: list[Item], outcome: Outcome,
                     f"clean it up with `dlcharts cluster down --name {name}`, then run this again"
                 )
                 return
-            mounts = read_mounts()
+            mounts = read_mounts_here()
             held = [m for item in items for path in item.paths for m in mounts_in(path, mounts)]
             if held:
                 outcome.failed.append(

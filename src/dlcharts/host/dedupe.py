@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from dlcharts.host.system import entries
 from dlcharts.utils.digest import sha256_file
 
 #: a registry's blob data, below its storage folder (distribution's filesystem driver)
@@ -46,13 +47,6 @@ def _is_hex(name: str) -> bool:
     return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
 
 
-def _children(folder: Path) -> list[Path]:
-    try:
-        return sorted(folder.iterdir())
-    except OSError:
-        return []
-
-
 @dataclasses.dataclass(frozen=True)
 class Stores:
     """The blob folders under ``cache``, found once: the OCI layouts', each registry's, each real node's."""
@@ -63,13 +57,13 @@ class Stores:
 
     @classmethod
     def under(cls, cache: Path) -> Stores:
-        layouts = [p / "blobs" / "sha256" for p in _children(cache / "images" / "oci") if p.is_dir()]
+        layouts = [p / "blobs" / "sha256" for p in entries(cache / "images" / "oci") if p.is_dir()]
         # a layout still being written (<key>.partial) is umoci's to change: left out
         layouts = [p for p in layouts if not p.parent.parent.name.endswith(".partial")]
         registry = cache / "registry"
-        roots = [registry, *(p for p in _children(registry / "clusters") if p.is_dir())]
+        roots = [registry, *(p for p in entries(registry / "clusters") if p.is_dir())]
         registries = [r / "storage" / REGISTRY_BLOBS for r in roots]
-        nodes = [p / CONTAINERD_BLOBS for p in _children(cache / "node-images") if p.is_dir()]
+        nodes = [p / CONTAINERD_BLOBS for p in entries(cache / "node-images") if p.is_dir()]
         return cls(*(tuple(p for p in found if p.is_dir()) for found in (layouts, registries, nodes)))
 
     def paths(self, hexdigest: str) -> list[Path]:
@@ -83,16 +77,16 @@ class Stores:
         """Every blob of every store, by sha256 (hex), in the order of :meth:`paths`."""
         found: dict[str, list[Path]] = {}
         for folder in self.layouts:
-            for path in _children(folder):
+            for path in entries(folder):
                 if _is_hex(path.name):
                     found.setdefault(path.name, []).append(path)
         for folder in self.registries:
-            for prefix in _children(folder):
-                for blob in _children(prefix):
+            for prefix in entries(folder):
+                for blob in entries(prefix):
                     if _is_hex(blob.name) and os.path.lexists(blob / "data"):
                         found.setdefault(blob.name, []).append(blob / "data")
         for folder in self.nodes:
-            for path in _children(folder):
+            for path in entries(folder):
                 if _is_hex(path.name):
                     found.setdefault(path.name, []).append(path)
         return found

@@ -1,7 +1,9 @@
-"""Host commands and the mount table, as the real node's components use them."""
+"""Host commands, the mount table and folder listings, as the real node's components and the cache use them."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,13 +19,54 @@ def run(cmd: list[str], check: bool = True, timeout: float = 60) -> subprocess.C
     return proc
 
 
+#: the mount table of this process's namespace
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mount:
+    target: str
+    fstype: str
+    #: the folders an overlay is made of (lowerdir, upperdir, workdir): a snapshot in use, though mounted elsewhere
+    layers: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f"{self.target} ({self.fstype})"
+
+
+def read_mounts(path: Path = MOUNTINFO) -> list[Mount]:
+    """Every mount of a mountinfo file (this namespace's by default), octal escapes undone."""
+    found = []
+    for line in path.read_text().splitlines():
+        before, sep, after = line.partition(" - ")
+        fields, rest = before.split(), after.split()
+        if not sep or len(fields) < 5 or len(rest) < 3:
+            continue
+        layers = []
+        for option in rest[2].split(","):
+            key, _, value = option.partition("=")
+            if key in ("lowerdir", "upperdir", "workdir"):
+                layers += [_unescape(v) for v in value.split(":") if v]
+        found.append(Mount(_unescape(fields[4]), rest[0], tuple(layers)))
+    return found
+
+
+def _unescape(text: str) -> str:
+    """mountinfo writes a space, tab, newline and backslash in a path as octal escapes (``\\040``)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), text)
+
+
 def mount_points() -> list[str]:
-    """Mount points of this mount namespace (from /proc/self/mountinfo, octal escapes undone)."""
-    points = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        raw = line.split()[4]
-        points.append(raw.encode().decode("unicode_escape"))
-    return points
+    """Mount points of this mount namespace."""
+    return [mount.target for mount in read_mounts()]
+
+
+def entries(folder: Path) -> list[Path]:
+    """What ``folder`` holds, sorted; nothing where it is missing or cannot be read."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
 
 
 def below(folder: Path) -> Callable[[str], bool]:
