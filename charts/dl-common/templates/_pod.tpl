@@ -56,8 +56,9 @@ dl-common.pod.env: the complete env list of a role's main container, in this ord
   2. "env": the chart's framework wiring (a list of EnvVar dicts), then the checkpoint contract
      (dl-common.checkpoint.env);
   3. the watchdog's variables when "watch" (role -> count) is not empty;
-  4. defaults the user may override: HOME=/tmp (when settings.tmp.enabled) and, for a role without
-     GPUs, NVIDIA_VISIBLE_DEVICES=void (CUDA images would otherwise see every GPU of the node);
+  4. defaults the user may override: HOME=/tmp (when settings.tmp.enabled), for a role without GPUs
+     NVIDIA_VISIBLE_DEVICES=void (CUDA images would otherwise see every GPU of the node), and the chart's own
+     "envDefaults" (a list of EnvVar dicts, e.g. pytorch-dist's PYTHONUNBUFFERED=1 for an image's own entrypoint);
   5. settings.env, the user's extra variables.
 A name set twice is an error reported by dl-common.validate.role (not silently dropped).
   env:
@@ -79,6 +80,11 @@ A name set twice is an error reported by dl-common.validate.role (not silently d
 {{- end -}}
 {{- if and (eq (include "dl-common.resources.gpuCount" .) "0") (not (hasKey $userNames "NVIDIA_VISIBLE_DEVICES")) -}}
 {{- $env = append $env (dict "name" "NVIDIA_VISIBLE_DEVICES" "value" "void") -}}
+{{- end -}}
+{{- range (.envDefaults | default list) -}}
+{{- if not (hasKey $userNames (toString .name)) -}}
+{{- $env = append $env . -}}
+{{- end -}}
 {{- end -}}
 {{- $env = concat $env ($s.env | default list) -}}
 {{- toYaml $env -}}

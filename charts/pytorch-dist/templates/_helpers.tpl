@@ -26,8 +26,8 @@ pytorch-dist.env: the torchrun wiring of a worker pod (PET_* variables, read by 
 plus MASTER_ADDR/MASTER_PORT for programs started without torchrun), as a YAML list. A pod that runs its image's
 own entrypoint (imageEntrypoint) also gets what Kubeflow's PyTorchJob gave a program it did not start:
 WORLD_SIZE (pods x processes per pod, 1 process when nprocPerNode is auto, gpu or cpu, as the operator counted),
-RANK (the pod's index: worker 0 is the Master's rank 0, worker i its Worker i-1's rank i) and, unless the user
-sets it, PYTHONUNBUFFERED=1.
+RANK (the pod's index: worker 0 is the Master's rank 0, worker i its Worker i-1's rank i), and PYTHONUNBUFFERED=1
+unless the user sets it (envDefaults of pytorch-dist.job).
   {{- $env := include "pytorch-dist.env" (dict "settings" $s "context" $) | fromYamlArray -}}
 */}}
 {{- define "pytorch-dist.env" -}}
@@ -76,12 +76,6 @@ sets it, PYTHONUNBUFFERED=1.
   value: {{ mul (int $v.worker) (ternary 1 (int $nproc) (has $nproc (list "auto" "gpu" "cpu"))) | quote }}
 - name: RANK
   value: "$(DL_TASK_INDEX)"
-{{- $user := dict }}
-{{- range (.settings.env | default list) }}{{ $_ := set $user (toString .name) true }}{{ end }}
-{{- if not (hasKey $user "PYTHONUNBUFFERED") }}
-- name: PYTHONUNBUFFERED
-  value: "1"
-{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -104,6 +98,7 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
   "settings" $s
   "roles" (include "pytorch-dist.roles" . | fromJson)
   "env" (include "pytorch-dist.env" (dict "settings" $s "context" .) | fromYamlArray)
+  "envDefaults" (ternary (list (dict "name" "PYTHONUNBUFFERED" "value" "1")) (list) (not (empty $s.imageEntrypoint)))
   "ports" (list (dict "name" "c10d" "port" (int .Values.port)))
   "command" $program.command
   "args" $program.args

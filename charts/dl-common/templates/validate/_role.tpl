@@ -44,7 +44,7 @@ roles.<role>.x) and not the role, so a chart can `uniq` the list when several ro
 {{- end -}}
 {{- $errors = include "dl-common.validate.resources" (dict "errors" $errors "resources" $s.resources "role" $role "context" $ctx) | fromJsonArray -}}
 {{- $errors = include "dl-common.validate.scratch" (dict "errors" $errors "role" $role "settings" $s "context" $ctx) | fromJsonArray -}}
-{{- $env := include "dl-common.pod.env" (dict "env" .env "watch" .watch "settings" $s "context" $ctx) | fromYamlArray -}}
+{{- $env := include "dl-common.pod.env" (dict "env" .env "envDefaults" .envDefaults "watch" .watch "settings" $s "context" $ctx) | fromYamlArray -}}
 {{- $seen := dict -}}
 {{- $chartNames := dict -}}
 {{- range concat (.env | default list) (include "dl-common.checkpoint.env" (dict "context" $ctx) | fromYamlArray) -}}
