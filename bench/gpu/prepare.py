@@ -12,13 +12,13 @@ lack it silently. Also the host names of the release's pods, which the run maps 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from bench.gpu import plan
 from dlcharts import podenv
 from dlcharts.render import Rendered, Renderer, RenderRequest
+from dlcharts.utils.git import git
 
 
 def request(case: plan.Case) -> RenderRequest:
@@ -92,16 +92,14 @@ def extract(case: plan.Case, rendered: Rendered) -> dict[str, Any]:
     }
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=plan.ROOT, capture_output=True, text=True, check=False).stdout.strip()
-
-
 def prepare(folder: Path = plan.PLAN_DIR, renderer: Renderer | None = None) -> Path:
     renderer = renderer or Renderer()
     cases = [extract(case, renderer.render(request(case))) for case in plan.CASES]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / plan.PLAN_FILE
-    made = {"commit": _git("rev-parse", "--short", "HEAD"), "changed_files": len(_git("status", "--porcelain").split())}
+    commit, status = (git(plan.ROOT, *args, check=False).stdout.strip() for args in
+                      (("rev-parse", "--short", "HEAD"), ("status", "--porcelain")))  # fmt: skip
+    made = {"commit": commit, "changed_files": len(status.split())}
     body = {"made_from": made, "helm": renderer.helm.version, "cases": cases}
     path.write_text(json.dumps(body, indent=1) + "\n")
     return path
