@@ -99,7 +99,7 @@ def prepare(folder: Path = plan.PLAN_DIR, renderer: Renderer | None = None) -> P
     path = folder / plan.PLAN_FILE
     commit, status = (git(plan.ROOT, *args, check=False).stdout.strip() for args in
                       (("rev-parse", "--short", "HEAD"), ("status", "--porcelain")))  # fmt: skip
-    made = {"commit": commit, "changed_files": len(status.split())}
+    made = {"commit": commit, "changed_files": len(status.splitlines())}
     body = {"made_from": made, "helm": renderer.helm.version, "cases": cases}
     path.write_text(json.dumps(body, indent=1) + "\n")
     return path
