@@ -196,7 +196,7 @@ def fault_ours(
             threading.Thread(target=injecting, daemon=True).start()
         elif (
             step
-            and "at" in found
+            and "injected_line" in found
             and "again_after_fault_s" not in found
             and ("resumed_from" in found or restarted(found["injected_line"], line))
         ):

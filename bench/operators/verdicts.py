@@ -9,6 +9,9 @@ from typing import Any
 
 from dlcharts.install import Kube
 
+#: the component label of our release's start watch (its Job and pod)
+START_WATCH = "start-watch"
+
 
 def parse_time(stamp: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
@@ -52,14 +55,18 @@ def condition_verdict(doc: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def jobs_verdict(kube: Kube, namespace: str) -> datetime.datetime | None:
-    """When our release's Jobs gave their verdict: the first Job's failure, or else the last one's completion (None
-    while one runs)."""
+    """When our release's Jobs gave their verdict: the first Job's failure, or else the last training Job's
+    completion (None while one runs). The start watch's own Job completes a moment after the others (it ends once
+    they have), as an operator's pods end after its custom resource's verdict: its end counts among the pods'
+    ("every pod ended"), not in the verdict."""
     failed, complete, running = [], [], False
     for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs"):
         conditions = (job.get("status") or {}).get("conditions") or []
         ends = {c["type"]: parse_time(c["lastTransitionTime"]) for c in conditions
                 if c.get("status") == "True" and c["type"] in ("Complete", "Failed")}  # fmt: skip
         failed += [ends["Failed"]] if "Failed" in ends else []
+        if job["metadata"].get("labels", {}).get("app.kubernetes.io/component") == START_WATCH:
+            continue
         complete += [ends["Complete"]] if "Complete" in ends else []
         running = running or not ends
     if failed:

@@ -116,7 +116,7 @@ Job templates and validation, so both see the same env).
 {{- if eq $role "launcher" -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.launcherCommand" (dict "context" $) | fromJsonArray) -}}
 {{- $_ := set $job "args" (include "cntk-dist.launchArgs" $ | fromJsonArray) -}}
-{{- $_ := set $job "waitFor" (dict "worker" (int $.Values.worker)) -}}
+{{- $_ := set $job "waitFor" (include "dl-common.mpi.launcherWaitFor" (dict "context" $) | fromJson) -}}
 {{- else -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.workerCommand" (dict "context" $) | fromJsonArray) -}}
 {{- $_ := set $job "watch" (dict "launcher" 1) -}}

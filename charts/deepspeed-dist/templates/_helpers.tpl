@@ -107,7 +107,7 @@ the release's Jobs exist, as for another script.
 {{- if eq $role "launcher" -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.launcherCommand" (dict "context" $) | fromJsonArray) -}}
 {{- $_ := set $job "args" (include "deepspeed-dist.launchArgs" $ | fromJsonArray) -}}
-{{- $_ := set $job "waitFor" (dict "worker" (int $.Values.worker)) -}}
+{{- $_ := set $job "waitFor" (include "dl-common.mpi.launcherWaitFor" (dict "context" $) | fromJson) -}}
 {{- else -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.workerCommand" (dict "context" $) | fromJsonArray) -}}
 {{- $_ := set $job "watch" (dict "launcher" 1) -}}

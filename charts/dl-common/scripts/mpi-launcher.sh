@@ -1,17 +1,21 @@
 #!/bin/sh
 #: dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <command...>` on the launcher:
-#: 1. waits (bounded by MPI_WAIT_TIMEOUT, logging every MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN (default:
-#:    all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on timeout
-#:    it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
-#: 2. leaves a marker unique to this launcher attempt in every worker's SSH dir (<ssh dir>/mpi-run, an
-#:    emptyDir, so a replaced worker pod has none), unless the run is elastic (MPI_WAIT_MIN set);
+#: 1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart, doubling up to MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
+#:    (default: all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on
+#:    timeout it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
+#: 2. leaves a marker unique to this run in every worker's SSH dir (<ssh dir>/mpi-run, an emptyDir, so a replaced
+#:    worker pod has none), unless the run is elastic (MPI_WAIT_MIN set);
 #: 3. runs the command (signals are passed on);
-#: 4. on success checks that every worker still holds the marker: one that does not (replaced) or cannot be
-#:    reached (lost) means ranks were lost although the command exited 0 (Open MPI 5's prterun does so after
-#:    losing a daemon), and the launcher exits 1 naming the workers, leaving them up for a launcher retry;
-#:    otherwise it releases every worker over SSH (they exit 0 and free their GPUs at once). On failure it
-#:    leaves them up for a launcher retry (their watchdog stops them once the launcher is gone for good);
-#: 5. exits with the command's status (1 after lost workers).
+#: 4. checks that every worker still holds the marker: one that does not (replaced) or cannot be reached (lost)
+#:    means ranks were lost, whatever the command's exit status (Open MPI 5's prterun exits 0 after losing a
+#:    daemon). Then, up to MPI_RESTARTS_IN_POD times per launcher pod, it goes back to step 1 in this pod: the
+#:    replacement workers join, and the command runs again (resuming from its checkpoint, if it keeps one), with
+#:    no new launcher pod and no Job back-off; past that it exits 1 (or the command's status), naming the workers,
+#:    and leaves them up for a launcher retry (the Job's backoffLimitPerIndex). A command that fails with every
+#:    worker in place failed by itself: the launcher exits with its status at once (their watchdog stops the
+#:    workers once the launcher is gone for good). On success it releases every worker over SSH (they exit 0 and
+#:    free their GPUs at once);
+#: 5. exits with the command's status.
 #: With MPI_WAIT_ONLY=true (the launcher runs its image's own entrypoint, `imageEntrypoint`) it is the mpi-wait init
 #: container instead: steps 1 and 2, then exit 0, and the main container runs the launch line; the workers then stop
 #: through their watchdog, which the marker tells that the launcher ran.
@@ -57,65 +61,60 @@ on_workers() {
   done
   wait
 }
-say "waiting up to ${MPI_WAIT_TIMEOUT}s until $need of $total worker(s) resolve and accept SSH on port $MPI_SSH_PORT"
-start=$(date +%s)
-pending="$hosts"
-ready=0
-while :; do
-  left=""; first=""; firstwhy=""
-  for h in $pending; do
-    if probe "$h"; then
-      ready=$((ready + 1))
-    else
-      left="$left $h"
-      [ -z "$first" ] && { first="$h"; firstwhy="$why"; }
-    fi
-  done
-  pending="$left"
-  elapsed=$(( $(date +%s) - start ))
-  if [ "$ready" -ge "$need" ]; then
-    say "$ready of $total worker(s) accept SSH (after ${elapsed}s)"
-    break
-  fi
-  if [ "$elapsed" -ge "$MPI_WAIT_TIMEOUT" ]; then
-    echo "mpi-launcher: ERROR: after ${elapsed}s only $ready of $total worker(s) accept SSH (need $need). Not ready:" >&2
-    k=0
+# wait_workers: step 1; returns once $need workers accept SSH, exits 1 at the timeout
+wait_workers() {
+  say "waiting up to ${MPI_WAIT_TIMEOUT}s until $need of $total worker(s) resolve and accept SSH on port $MPI_SSH_PORT"
+  start=$(date +%s)
+  pending="$hosts"
+  ready=0
+  pause=1
+  while :; do
+    left=""; first=""; firstwhy=""
     for h in $pending; do
-      k=$((k + 1))
-      # shellcheck disable=SC2086 # word splitting counts the hosts
-      if [ "$k" -gt 20 ]; then echo "  ... and $(( $(echo $pending | wc -w) - 20 )) more" >&2; break; fi
-      probe "$h" || echo "  $h: $why" >&2
+      if probe "$h"; then
+        ready=$((ready + 1))
+      else
+        left="$left $h"
+        [ -z "$first" ] && { first="$h"; firstwhy="$why"; }
+      fi
     done
-    echo "mpi-launcher: 'does not resolve': the worker pod has no IP yet (pending, pulling, failed): kubectl get pods -l app.kubernetes.io/instance=$MPI_RELEASE,app.kubernetes.io/component=worker and the pods' events. 'ssh fails': read the worker's log (sshd). Raise mpi.waitForWorkers.timeoutSeconds, or enable gang scheduling (gang.scheduler) so that all pods start together." >&2
-    exit 1
-  fi
-  say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
-  sleep "$MPI_WAIT_INTERVAL" &
-  wait $!
-done
+    pending="$left"
+    elapsed=$(( $(date +%s) - start ))
+    if [ "$ready" -ge "$need" ]; then
+      say "$ready of $total worker(s) accept SSH (after ${elapsed}s)"
+      return 0
+    fi
+    if [ "$elapsed" -ge "$MPI_WAIT_TIMEOUT" ]; then
+      echo "mpi-launcher: ERROR: after ${elapsed}s only $ready of $total worker(s) accept SSH (need $need). Not ready:" >&2
+      k=0
+      for h in $pending; do
+        k=$((k + 1))
+        # shellcheck disable=SC2086 # word splitting counts the hosts
+        if [ "$k" -gt 20 ]; then echo "  ... and $(( $(echo $pending | wc -w) - 20 )) more" >&2; break; fi
+        probe "$h" || echo "  $h: $why" >&2
+      done
+      echo "mpi-launcher: 'does not resolve': the worker pod has no IP yet (pending, pulling, failed): kubectl get pods -l app.kubernetes.io/instance=$MPI_RELEASE,app.kubernetes.io/component=worker and the pods' events. 'ssh fails': read the worker's log (sshd). Raise mpi.waitForWorkers.timeoutSeconds, or enable gang scheduling (gang.scheduler) so that all pods start together." >&2
+      exit 1
+    fi
+    say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
+    # workers started together come up within seconds of each other: the first rounds come soon
+    sleep "$pause" &
+    wait $!
+    pause=$((pause * 2))
+    [ "$pause" -gt "$MPI_WAIT_INTERVAL" ] && pause="$MPI_WAIT_INTERVAL"
+  done
+}
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
 # let the run pass as a success, and Open MPI 5's prterun exits 0 after "PRTE has lost communication with a
 # remote daemon". Elastic runs (MPI_WAIT_MIN set: Horovod elastic) are left out: there workers leave and join
 # by design, the program carries on with the others, and its own exit status is the verdict.
 marker="$MPI_SSH_DIR/mpi-run"
 token=""
-if [ -z "${MPI_WAIT_MIN:-}" ]; then
-  token=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || token=""
-  [ -n "$token" ] || token="$(hostname 2>/dev/null)-$$-$(date +%s)"
-  # shellcheck disable=SC2317 # called through on_workers
-  mark() {
-    out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$1" "echo '$token' > '$marker'" 2>&1) ||
-      echo "  $1: $(last "$out")"
-  }
-  unmarked=$(on_workers mark)
-  [ -z "$unmarked" ] || die "could not leave the run marker $marker on every worker (a worker that vanished after accepting SSH?); the launcher Job's retry waits for the workers again:
-$unmarked"
-fi
-if [ "$wait_only" = true ]; then
-  # the marker also tells the workers' watchdog that this launcher ran (DL_WATCH_SEEN_FILE), however short its launch line
-  say "the launch line runs next, as the image's entrypoint of the launcher's main container"
-  exit 0
-fi
+# shellcheck disable=SC2317 # called through on_workers
+mark() {
+  out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$1" "echo '$token' > '$marker'" 2>&1) ||
+    echo "  $1: $(last "$out")"
+}
 # lost <host>: prints why the worker no longer holds this run's marker; nothing when it does
 # shellcheck disable=SC2317 # called through on_workers
 lost() {
@@ -128,25 +127,64 @@ lost() {
     echo "  $1: has no marker of this run: its pod was replaced (a new pod, whose ssh dir is empty)"
   fi
 }
-say "running: $*"
-"$@" &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
-rc=0
-wait "$child" || rc=$?
-while kill -0 "$child" 2>/dev/null; do rc=0; wait "$child" || rc=$?; done
-if [ "$rc" -ne 0 ]; then
-  say "the command failed with exit status $rc; the workers stay up for a retry of the launcher and stop through their watchdog once it is gone for good"
-  exit "$rc"
-fi
-if [ -n "$token" ]; then
-  gone=$(on_workers lost)
-  if [ -n "$gone" ]; then
-    echo "mpi-launcher: ERROR: the command exited 0, but worker(s) were replaced or lost during the run, so ranks were lost (Open MPI 5's prterun, for one, exits 0 after losing a daemon):
-$gone
-mpi-launcher: failing this launcher attempt (exit 1); the workers stay up for a retry of the launcher (roles.launcher.job.backoffLimitPerIndex), which runs the command again on the current workers" >&2
-    exit 1
+restarts="${MPI_RESTARTS_IN_POD:-0}"
+reruns=0
+# again <why> <workers> <status>: runs the command again in this pod (returns) while MPI_RESTARTS_IN_POD allows,
+# else exits with <status>, leaving the workers up for a launcher retry
+again() {
+  if [ "$reruns" -lt "$restarts" ]; then
+    reruns=$((reruns + 1))
+    echo "mpi-launcher: $1:
+$2
+mpi-launcher: waiting for the workers again and running the command again in this pod ($reruns of $restarts, mpi.restartsInPod)" >&2
+    return 0
   fi
+  echo "mpi-launcher: ERROR: $1:
+$2
+mpi-launcher: failing this launcher attempt (exit $3) after $reruns run(s) again in this pod; the workers stay up for a retry of the launcher (roles.launcher.job.backoffLimitPerIndex), which runs the command again on the current workers" >&2
+  exit "$3"
+}
+while :; do
+  trap 'say "terminated while waiting for the workers"; exit 143' TERM INT
+  wait_workers
+  if [ -z "${MPI_WAIT_MIN:-}" ]; then
+    token=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || token=""
+    [ -n "$token" ] || token="$(hostname 2>/dev/null)-$$-$(date +%s)"
+    unmarked=$(on_workers mark)
+    if [ -n "$unmarked" ]; then
+      again "could not leave the run marker $marker on every worker (a worker that vanished after accepting SSH?)" "$unmarked" 1
+      continue
+    fi
+  fi
+  if [ "$wait_only" = true ]; then
+    # the marker also tells the workers' watchdog that this launcher ran (DL_WATCH_SEEN_FILE), however short its launch line
+    say "the launch line runs next, as the image's entrypoint of the launcher's main container"
+    exit 0
+  fi
+  say "running: $*"
+  "$@" &
+  child=$!
+  trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+  rc=0
+  wait "$child" || rc=$?
+  while kill -0 "$child" 2>/dev/null; do rc=0; wait "$child" || rc=$?; done
+  gone=""
+  [ -n "$token" ] && gone=$(on_workers lost)
+  if [ -n "$gone" ]; then
+    if [ "$rc" -eq 0 ]; then
+      again "the command exited 0, but worker(s) were replaced or lost during the run, so ranks were lost (Open MPI 5's prterun, for one, exits 0 after losing a daemon)" "$gone" 1
+    else
+      again "the command failed with exit status $rc after worker(s) were replaced or lost" "$gone" "$rc"
+    fi
+    continue
+  fi
+  if [ "$rc" -ne 0 ]; then
+    say "the command failed with exit status $rc, every worker in place; the workers stay up for a retry of the launcher and stop through their watchdog once it is gone for good"
+    exit "$rc"
+  fi
+  break
+done
+if [ -n "$token" ]; then
   say "the command succeeded and all $total worker(s) ran it to the end; releasing them"
 else
   say "the command succeeded; releasing the $total worker(s)"

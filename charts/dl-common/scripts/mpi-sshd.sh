@@ -46,7 +46,7 @@ while kill -0 "$pid" 2>/dev/null; do
     wait "$pid" 2>/dev/null
     exit 0
   fi
-  sleep 2 &
+  sleep 1 &
   wait $!
 done
 rc=0

@@ -45,7 +45,10 @@ if [ "${DL_WATCH_RETRY:-0}" != 0 ]; then
   seen=1
 fi
 while running; do
-  sleep "$DL_WATCH_INTERVAL" & wait $!
+  # one second at a time, so that the program's own end (an MPI worker released by its launcher) ends the pod at once
+  t=0
+  while [ "$t" -lt "$DL_WATCH_INTERVAL" ] && running; do sleep 1 & wait $!; t=$((t + 1)); done
+  running || break
   up=0
   # shellcheck disable=SC2046,SC2005 # echo joins the addresses, one a line, into words (IPs hold no glob characters)
   ready=" $(echo $(addresses "$DL_WATCH_READY")) "

@@ -1,4 +1,25 @@
 {{/*
+horovod-mpi.launcher: the launch command's program: horovod.launcher when set; else horovodrun where only it does the
+job (elastic mode, or a horovodrun option set: controller, startTimeout, verbose, extraArgs) and plain mpirun
+otherwise. A static run needs nothing horovodrun adds to mpirun here (the launcher wrapper has checked every worker
+over SSH, and a pod's network is its eth0), and skipping its own SSH check and interface discovery starts the ranks
+about 3 s sooner (bench/NOTES.md, section 16).
+*/}}
+{{- define "horovod-mpi.launcher" -}}
+{{- $h := .Values.horovod -}}
+{{- if $h.launcher -}}
+{{- $h.launcher -}}
+{{- else -}}
+{{- $needs := $h.elastic.enabled -}}
+{{- range $k := list "controller" "startTimeout" "verbose" "extraArgs" -}}
+{{- $v := index $h $k -}}
+{{- if and (not (kindIs "invalid" $v)) (not (empty $v)) }}{{ $needs = true }}{{ end -}}
+{{- end -}}
+{{- ternary "horovodrun" "mpirun" $needs -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 horovod-mpi.settings: JSON {launcher, worker}: both roles' merged settings (dl-common.mpi.settings: without
 defaults.args when `script` is set, since they are the script's arguments).
   {{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
@@ -72,7 +93,7 @@ horovod-mpi.hostfilePath: the hostfile the launch command reads. horovodrun only
 form ("<host> slots=N"), so with another mpi.implementation it gets the extra key horovodrun-hostfile.
 */}}
 {{- define "horovod-mpi.hostfilePath" -}}
-{{- if and (eq .Values.horovod.launcher "horovodrun") (ne .Values.mpi.implementation "openmpi") -}}
+{{- if and (eq (include "horovod-mpi.launcher" .) "horovodrun") (ne .Values.mpi.implementation "openmpi") -}}
 /etc/mpi/horovodrun-hostfile
 {{- else -}}
 /etc/mpi/hostfile
@@ -87,7 +108,7 @@ inherit the worker's environment).
 {{- define "horovod-mpi.tuningEnv" -}}
 {{- $h := .Values.horovod -}}
 {{- $env := list -}}
-{{- if eq $h.launcher "mpirun" -}}
+{{- if eq (include "horovod-mpi.launcher" .) "mpirun" -}}
 {{- if not (kindIs "invalid" $h.fusionThresholdMb) }}{{ $env = append $env (dict "name" "HOROVOD_FUSION_THRESHOLD" "value" (toString (mul (int $h.fusionThresholdMb) 1048576))) }}{{ end -}}
 {{- if not (kindIs "invalid" $h.cycleTimeMs) }}{{ $env = append $env (dict "name" "HOROVOD_CYCLE_TIME" "value" (toString $h.cycleTimeMs)) }}{{ end -}}
 {{- if not (kindIs "invalid" $h.cacheCapacity) }}{{ $env = append $env (dict "name" "HOROVOD_CACHE_CAPACITY" "value" (toString (int $h.cacheCapacity))) }}{{ end -}}
@@ -116,7 +137,7 @@ orte_* variables).
 {{- $np := include "horovod-mpi.np" . -}}
 {{- $hostfile := include "horovod-mpi.hostfilePath" . -}}
 {{- $a := list -}}
-{{- if eq $h.launcher "horovodrun" -}}
+{{- if eq (include "horovod-mpi.launcher" .) "horovodrun" -}}
 {{- $a = list "horovodrun" "-np" $np -}}
 {{- if $h.elastic.enabled -}}
 {{- $e := include "horovod-mpi.elastic" . | fromJson -}}
@@ -142,7 +163,7 @@ orte_* variables).
 {{- if $h.mpiArgs }}{{ $a = concat $a (list "--mpi-args" (join " " $h.mpiArgs)) }}{{ end -}}
 {{- $a = concat $a ($h.extraArgs | default list) -}}
 {{- else if eq .Values.mpi.implementation "openmpi" -}}
-{{- $a = list "mpirun" "--hostfile" $hostfile "-np" $np "--bind-to" "none" "--map-by" "slot" -}}
+{{- $a = list "mpirun" "--hostfile" $hostfile "-np" $np "--bind-to" "none" "--map-by" "slot" "--tag-output" -}}
 {{- if $paths.root }}{{ $a = append $a "--allow-run-as-root" }}{{ end -}}
 {{- $a = concat $a ($h.mpiArgs | default list) -}}
 {{- else -}}
@@ -165,10 +186,8 @@ the Job templates and validation, so both see the same env).
 {{- $scriptsMount := include "dl-common.script.volumeMount" (dict "context" .) | fromJson -}}
 {{- $elastic := .Values.horovod.elastic.enabled -}}
 {{- $waitMin := dict -}}
-{{- $waitFor := dict "worker" (int .Values.worker) -}}
 {{- if $elastic -}}
 {{- $waitMin = dict "waitMin" (include "horovod-mpi.elastic" . | fromJson).minWorkers -}}
-{{- $waitFor = dict -}}
 {{- end -}}
 {{- $out := dict -}}
 {{- range $role := list "launcher" "worker" -}}
@@ -188,7 +207,7 @@ the Job templates and validation, so both see the same env).
 {{- if eq $role "launcher" -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.launcherCommand" (dict "context" $) | fromJsonArray) -}}
 {{- $_ := set $job "args" (include "horovod-mpi.launchArgs" $ | fromJsonArray) -}}
-{{- $_ := set $job "waitFor" $waitFor -}}
+{{- $_ := set $job "waitFor" (include "dl-common.mpi.launcherWaitFor" (dict "context" $) | fromJson) -}}
 {{- else -}}
 {{- $_ := set $job "command" (include "dl-common.mpi.workerCommand" (dict "context" $) | fromJsonArray) -}}
 {{- $_ := set $job "watch" (dict "launcher" 1) -}}

@@ -220,9 +220,10 @@ def assert_mpi_ranks(log: str, release: str, launcher: str) -> None:
 
 
 def test_horovod_mpi_horovodrun_trains_the_charts_benchmark_on_two_sshd_workers(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
-    """The chart's defaults (horovodrun, its PyTorch benchmark) with Horovod 0.28.1 built from source: horovodrun
-    reads the chart's hostfile and SSH key, starts one rank per worker pod through their sshd, and the
-    DistributedOptimizer's allreduce keeps both replicas identical."""
+    """The chart's PyTorch benchmark under horovodrun (horovod.launcher=horovodrun; the default is mpirun for a
+    static run) with Horovod 0.28.1 built from source: horovodrun reads the chart's hostfile and SSH key, starts
+    one rank per worker pod through their sshd, and the DistributedOptimizer's allreduce keeps both replicas
+    identical."""
     started = time.monotonic()
     first_step: list[float] = []
 
@@ -230,7 +231,8 @@ def test_horovod_mpi_horovodrun_trains_the_charts_benchmark_on_two_sshd_workers(
         if "iteration 0:" in line and not first_step:
             first_step.append(time.monotonic() - started)
 
-    result, log = real_run("horovod-mpi", "hvdrun", "--set", "worker=2", on_line=clock)
+    result, log = real_run("horovod-mpi", "hvdrun", "--set", "worker=2", "--set", "horovod.launcher=horovodrun",
+                           on_line=clock)  # fmt: skip
     assert_mpi_job_succeeded(result, "hvdrun", embedded_cluster)
     assert re.search(
         r"\[hvdrun-launcher-0-\w+/launcher\] mpi-launcher: running: horovodrun -np 2 --hostfile /etc/mpi/hostfile "
@@ -275,10 +277,60 @@ def test_horovod_mpi_launcher_runs_mpi4py_allreduce_on_two_sshd_workers(real_run
     print(f"horovod-mpi: job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s")
 
 
+def test_horovod_worker_deleted_mid_run_is_replaced_and_the_launcher_runs_again_in_its_pod_from_the_checkpoint(
+    real_run, embedded_cluster: ClusterHandle, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """horovod-mpi's defaults (mpi.restartsInPod 3) with a checkpoint volume: worker 1's pod is deleted once rank 0
+    reports iteration 2 of 6 (it saves after each). mpirun fails; the launcher finds worker 1 gone, waits in the
+    same pod for the Job's replacement, leaves its marker again and runs the ranks again, which resume from the
+    last checkpoint: both Jobs complete with one launcher pod and the same parameters on both ranks."""
+    iterations = 6
+    trigger = re.compile(r"<stdout>:iteration 2: ")
+    delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "hvdre-worker", 1)
+    volumes: list[str] = []
+
+    def claim(namespace: str) -> None:
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            volumes.append(shared_folder_claim(kube, namespace, "ckpt", tmp_path / "checkpoints"))
+
+    def on_line(line: str) -> None:
+        delete_worker_1(line)
+        if "at" in fault and "resumed" not in fault and "horovod_bench: resumed from iteration" in line:
+            fault["resumed"] = time.time()
+
+    try:
+        result, log = real_run(
+            "horovod-mpi", "hvdre", "--set", "worker=2", "--set", f"benchmark.iterations={iterations}",
+            "--set", "benchmark.batchesPerIter=5", "--set", "checkpoint.everySteps=5",
+            "--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt", before=claim, on_line=on_line,
+        )  # fmt: skip
+    finally:
+        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
+            for volume in volumes:
+                delete_volume(kube, volume)
+    assert "pod" in fault, fault
+    assert result.ok, result.problem
+    assert result.jobs == {"hvdre-launcher": "Complete", "hvdre-worker": "Complete"}
+    launchers = [p for p in result.pods if p.name.startswith("hvdre-launcher-")]
+    assert len(launchers) == 1, result.pods  # run again in its pod: no second launcher pod, no Job back-off
+    assert "the command failed with exit status" in log and "after worker(s) were replaced or lost" in log
+    assert "running the command again in this pod (1 of 3, mpi.restartsInPod)" in log, log[-3000:]
+    resumed = [int(n) for n in re.findall(r"horovod_bench: resumed from iteration (\d+)", log)]
+    assert resumed and resumed[-1] >= 1, log[-3000:]  # saved after iteration 1 at least
+    assert re.search(rf"<stdout>:iteration {iterations - 1}: ", log), log[-3000:]
+    checksums = dict(re.findall(r"horovod_bench: rank (\d) final parameters sha256 ([0-9a-f]{64})", log))
+    assert len(checksums) == 2 and len(set(checksums.values())) == 1, checksums
+    print(
+        f"horovod-mpi: worker 1 deleted at iteration 2; the ranks resumed from iteration {resumed[-1]} "
+        f"{fault['resumed'] - fault['at']:.1f}s later, in the same launcher pod"
+    )
+
+
 def test_horovod_mpi_killed_worker_fails_the_launcher_and_frees_every_pod(real_run, embedded_cluster) -> None:  # type: ignore[no-untyped-def]
-    """A worker pod deleted while Horovod trains (the chart's benchmark under horovodrun): horovodrun loses a rank,
-    the launcher fails (no retry: backoffLimitPerIndex=0), the Job fails, and every sshd pod stops (the survivor
-    and the worker's replacement, through the watchdog: 6 checks 5 s apart here, as there is no launcher retry)."""
+    """A worker pod deleted while Horovod trains (the chart's benchmark under mpirun) with no run again in the
+    launcher's pod (mpi.restartsInPod=0) and no launcher retry (backoffLimitPerIndex=0): mpirun loses a rank, the
+    launcher fails, the Job fails, and every sshd pod stops (the survivor and the worker's replacement, through
+    the watchdog: 6 checks 5 s apart here)."""
     kill_worker_at_iteration_2, killed = delete_pod_on_line(
         embedded_cluster, real_run, re.compile("iteration 2:"), "hvdkill-worker", 1
     )
@@ -291,6 +343,8 @@ def test_horovod_mpi_killed_worker_fails_the_launcher_and_frees_every_pod(real_r
         "benchmark.iterations=1000",
         "--set",
         "roles.launcher.job.backoffLimitPerIndex=0",
+        "--set",
+        "mpi.restartsInPod=0",
         "--set",
         "watchdog.intervalSeconds=5",
         "--set",

@@ -189,6 +189,51 @@ def test_the_mpi_launcher_leaves_elastic_runs_and_failures_as_they_are(tmp_path)
     assert released(workers) == [False, False]
 
 
+# the first run replaces worker 1 (its pod deleted mid-run, a new one in its place) and fails, as mpirun does when
+# it loses a rank; every later run succeeds
+ONCE_REPLACED = f'if [ ! -e "$WORKERS/../ran" ]; then touch "$WORKERS/../ran"; {REPLACED}; exit 1; fi; exit 0'
+
+
+def test_the_mpi_launcher_runs_again_in_its_pod_after_a_worker_was_replaced(tmp_path):
+    """A worker replaced mid-run: the launcher waits for the workers again, leaves a new marker and runs the command
+    again in the same pod (mpi.restartsInPod), instead of failing the pod into the Job's back-off."""
+    proc, workers = launch(tmp_path, ONCE_REPLACED, MPI_RESTARTS_IN_POD="2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the command failed with exit status 1 after worker(s) were replaced or lost" in proc.stderr
+    assert f"  {HOSTS[1]}: has no marker of this run: its pod was replaced" in proc.stderr
+    assert "running the command again in this pod (1 of 2, mpi.restartsInPod)" in proc.stderr
+    assert proc.stdout.count("mpi-launcher: running: sh -c") == 2
+    assert released(workers) == [True, True]
+    assert (workers / HOSTS[1] / "mpi-run").read_text() == (workers / HOSTS[0] / "mpi-run").read_text()
+
+
+def test_the_mpi_launcher_fails_its_pod_once_its_runs_in_place_are_spent(tmp_path):
+    proc, workers = launch(tmp_path, f"{REPLACED}; exit 4", MPI_RESTARTS_IN_POD="1")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert proc.stdout.count("mpi-launcher: running: sh -c") == 2
+    assert "failing this launcher attempt (exit 4) after 1 run(s) again in this pod" in proc.stderr
+    assert released(workers) == [False, False]
+
+
+def test_the_mpi_launcher_does_not_run_a_failing_command_again_with_every_worker_in_place(tmp_path):
+    proc, workers = launch(tmp_path, "exit 3", MPI_RESTARTS_IN_POD="3")
+    assert proc.returncode == 3
+    assert proc.stdout.count("mpi-launcher: running: sh -c") == 1
+    assert "the command failed with exit status 3, every worker in place" in proc.stdout
+    assert released(workers) == [False, False]
+
+
+def test_the_watchdog_ends_with_its_program_not_at_its_next_check(tmp_path):
+    """An MPI worker's sshd exits 0 once its launcher releases it: the pod ends then, not up to
+    DL_WATCH_INTERVAL seconds later (its Job's verdict waits for it)."""
+    env = {"PATH": os.environ["PATH"], "DL_WATCH_GROUPS": "launcher:1", "DL_PEER_DOMAIN": "rel.ns.svc.invalid",
+           "DL_WATCH_READY": "rel-ready.ns.svc.invalid", "DL_WATCH_INTERVAL": "60", "DL_WATCH_MISSES": "2"}  # fmt: skip
+    script = (LIBRARY / "scripts" / "watchdog.sh").read_text()
+    proc = subprocess.run(["sh", "-c", script, "dl-watchdog", "sh", "-c", "sleep 1; exit 7"], env=env,
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert proc.returncode == 7, proc.stdout + proc.stderr  # (at the 60 s interval, the run would time out)
+
+
 @pytest.mark.parametrize("marked", [True, False])
 def test_the_watchdog_counts_a_served_pod_that_left_its_mark_as_seen(tmp_path, marked):
     """An MPI launcher whose launch line ends between two checks is never seen ready: the run marker it leaves in

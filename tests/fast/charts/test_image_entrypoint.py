@@ -118,7 +118,7 @@ def test_an_mpi_launcher_runs_the_launch_line_as_its_image_entrypoint(chart, ren
     assert env["OMPI_MCA_plm_rsh_args"] == "-o ConnectionAttempts=10 -p 2222"
     assert "/etc/mpi" in {m["mountPath"] for m in container["volumeMounts"]}  # the hostfile
     init = {c["name"]: c for c in launcher["spec"]["template"]["spec"]["initContainers"]}
-    assert list(init) == ["peer-wait", "mpi-setup", "mpi-wait"]
+    assert list(init) == ["mpi-setup", "mpi-wait"]  # mpi-wait waits for the workers: no peer-wait before it
     assert init["mpi-wait"]["command"] == ["/bin/sh", "/etc/mpi/mpi-launcher.sh"]
     assert container_env(init["mpi-wait"], 0)["MPI_WAIT_ONLY"] == "true"
     assert container_env(init["mpi-wait"], 0)["MPI_PEER_GROUPS"] == "release-worker:2"

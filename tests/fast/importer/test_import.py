@@ -620,7 +620,7 @@ def test_an_mpijob_launch_line_in_args_runs_as_the_launcher_image_entrypoint(
     env = env_of(result, "release-launcher")
     assert env["I_MPI_HYDRA_HOST_FILE"] == "/etc/mpi/hostfile" and env["I_MPI_HYDRA_BOOTSTRAP"] == "ssh"
     init = {c["name"]: c for c in launcher["spec"]["template"]["spec"]["initContainers"]}
-    assert list(init) == ["peer-wait", "mpi-setup", "mpi-wait"]
+    assert list(init) == ["mpi-setup", "mpi-wait"]
     wait = init["mpi-wait"]
     assert wait["command"] == ["/bin/sh", "/etc/mpi/mpi-launcher.sh"]
     assert {"name": "MPI_WAIT_ONLY", "value": "true"} in wait["env"]

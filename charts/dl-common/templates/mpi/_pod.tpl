@@ -173,7 +173,7 @@ dl-common.mpi.env: the MPI env of a main container (JSON list of EnvVar dicts, f
 "env"). "role" is "launcher" or "worker"; "launcher"/"worker" are both roles' settings. Every MPI pod:
 MPI_SSH_DIR, MPI_SSH_PORT. A worker adds DL_WATCH_SEEN_FILE, the run marker every launcher attempt leaves in its ssh
 dir, which tells its watchdog that the launcher ran however briefly (dl-common.pod.watchdogScript). The launcher adds its wait parameters (MPI_PEER_GROUPS, MPI_PEER_DOMAIN,
-MPI_WAIT_TIMEOUT, MPI_WAIT_INTERVAL, MPI_WAIT_MIN when "waitMin" is given, MPI_RELEASE,
+MPI_WAIT_TIMEOUT, MPI_WAIT_INTERVAL, MPI_RESTARTS_IN_POD (mpi.restartsInPod), MPI_WAIT_MIN when "waitMin" is given, MPI_RELEASE,
 MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
   openmpi: OMPI_MCA_orte_keep_fqdn_hostnames=true, OMPI_MCA_orte_default_hostfile, OMPI_MCA_plm_rsh_args
            ("-o ConnectionAttempts=10 -p <port>"), OMPI_MCA_<name> of mpi.mcaParams, and as root
@@ -202,6 +202,7 @@ MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
   (dict "name" "MPI_PEER_DOMAIN" "value" (include "dl-common.peers.domain" (dict "context" $ctx)))
   (dict "name" "MPI_WAIT_TIMEOUT" "value" (toString (int $mpi.waitForWorkers.timeoutSeconds)))
   (dict "name" "MPI_WAIT_INTERVAL" "value" (toString (int $mpi.waitForWorkers.intervalSeconds)))
+  (dict "name" "MPI_RESTARTS_IN_POD" "value" (toString (int $mpi.restartsInPod)))
   (dict "name" "MPI_RELEASE" "value" $ctx.Release.Name)
   (dict "name" "MPI_LAUNCHER_SSHD" "value" (ternary "true" "false" (gt (int (include "dl-common.mpi.launcherRanks" (dict "settings" .launcher))) 0)))) -}}
 {{- if not (kindIs "invalid" .waitMin) -}}
@@ -227,6 +228,17 @@ MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
 {{- end -}}
 {{- end -}}
 {{- toJson $env -}}
+{{- end -}}
+
+{{/*
+dl-common.mpi.launcherWaitFor: JSON "waitFor" of the launcher's dl-common.job.indexed: none, as the launcher wrapper
+(or, with imageEntrypoint, its mpi-wait init container) waits for the workers' DNS names and SSH itself, and a
+peer-wait init container before it would only delay the launch; the workers' DNS names with
+mpi.replaceEntrypoint, whose command may not wait.
+  {{- $_ := set $job "waitFor" (include "dl-common.mpi.launcherWaitFor" (dict "context" $) | fromJson) -}}
+*/}}
+{{- define "dl-common.mpi.launcherWaitFor" -}}
+{{- toJson (ternary (dict "worker" (int .context.Values.worker)) dict (and .context.Values.mpi.replaceEntrypoint true)) -}}
 {{- end -}}
 
 {{/*
