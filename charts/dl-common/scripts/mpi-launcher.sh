@@ -1,6 +1,6 @@
 #!/bin/sh
 #: dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <command...>` on the launcher:
-#: 1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart, doubling up to MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
+#: 1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart for 30 s, then MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
 #:    (default: all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on
 #:    timeout it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
 #: 2. leaves a marker unique to this run in every worker's SSH dir (<ssh dir>/mpi-run, an emptyDir, so a replaced
@@ -67,7 +67,6 @@ wait_workers() {
   start=$(date +%s)
   pending="$hosts"
   ready=0
-  pause=1
   while :; do
     left=""; first=""; firstwhy=""
     for h in $pending; do
@@ -97,11 +96,12 @@ wait_workers() {
       exit 1
     fi
     say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
-    # workers started together come up within seconds of each other: the first rounds come soon
+    # workers started together, or a replacement the Job is making, come up within seconds: the rounds of the first
+    # 30 s come 1 s apart, later ones every MPI_WAIT_INTERVAL s
+    pause=1
+    [ "$elapsed" -ge 30 ] && pause="$MPI_WAIT_INTERVAL"
     sleep "$pause" &
     wait $!
-    pause=$((pause * 2))
-    [ "$pause" -gt "$MPI_WAIT_INTERVAL" ] && pause="$MPI_WAIT_INTERVAL"
   done
 }
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not

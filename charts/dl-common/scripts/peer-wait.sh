@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 #: dl-common.peers.waitScript: POSIX sh (busybox) that expands DL_PEER_GROUPS ("<job>:<count> ...") into
 #: "<job>-<i>.$DL_PEER_DOMAIN" names and waits until every one resolves, logging progress after each round;
-#: the pauses between rounds are 1 s, then doubling up to DL_PEER_INTERVAL seconds (peers started together
+#: the rounds of the first 30 s come 1 s apart, later ones every DL_PEER_INTERVAL seconds (peers started together
 #: resolve within seconds of each other, so the first rounds come soon; late ones are polled at the interval);
 #: after DL_PEER_TIMEOUT seconds it prints which peers are missing and exits 1.
 #: busybox nslookup applies no search list to dotted names, so the script appends the cluster domain it
@@ -26,7 +26,6 @@ done
 # shellcheck disable=SC2086 # $pending: DNS names split into words on purpose (they hold no glob characters)
 total=$(echo $pending | wc -w)
 start=$(date +%s)
-pause=1
 echo "peer-wait: waiting up to ${DL_PEER_TIMEOUT}s for $total peer(s) of $DL_PEER_DOMAIN to resolve"
 while :; do
   left=""
@@ -48,7 +47,7 @@ while :; do
   fi
   first="${pending# }"
   echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
+  pause=1
+  [ "$elapsed" -ge 30 ] && pause="$DL_PEER_INTERVAL"
   sleep "$pause"
-  pause=$((pause * 2))
-  [ "$pause" -gt "$DL_PEER_INTERVAL" ] && pause="$DL_PEER_INTERVAL"
 done

@@ -46,7 +46,7 @@ printf '%s\n' "$found" | awk 'NF { print $1 ":" $3 }' | sort -V
 
 {{/*
 dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <command...>` on the launcher:
-1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart, doubling up to MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
+1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart for 30 s, then MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
    (default: all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on
    timeout it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
 2. leaves a marker unique to this run in every worker's SSH dir (<ssh dir>/mpi-run, an emptyDir, so a replaced
@@ -116,7 +116,6 @@ wait_workers() {
   start=$(date +%s)
   pending="$hosts"
   ready=0
-  pause=1
   while :; do
     left=""; first=""; firstwhy=""
     for h in $pending; do
@@ -145,11 +144,12 @@ wait_workers() {
       exit 1
     fi
     say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
-    # workers started together come up within seconds of each other: the first rounds come soon
+    # workers started together, or a replacement the Job is making, come up within seconds: the rounds of the first
+    # 30 s come 1 s apart, later ones every MPI_WAIT_INTERVAL s
+    pause=1
+    [ "$elapsed" -ge 30 ] && pause="$MPI_WAIT_INTERVAL"
     sleep "$pause" &
     wait $!
-    pause=$((pause * 2))
-    [ "$pause" -gt "$MPI_WAIT_INTERVAL" ] && pause="$MPI_WAIT_INTERVAL"
   done
 }
 # The run marker: a worker pod that is deleted mid-run and replaced (same name, new emptyDir) or lost must not
@@ -356,7 +356,7 @@ exit "$rc"
 {{/*
 dl-common.peers.waitScript: POSIX sh (busybox) that expands DL_PEER_GROUPS ("<job>:<count> ...") into
 "<job>-<i>.$DL_PEER_DOMAIN" names and waits until every one resolves, logging progress after each round;
-the pauses between rounds are 1 s, then doubling up to DL_PEER_INTERVAL seconds (peers started together
+the rounds of the first 30 s come 1 s apart, later ones every DL_PEER_INTERVAL seconds (peers started together
 resolve within seconds of each other, so the first rounds come soon; late ones are polled at the interval);
 after DL_PEER_TIMEOUT seconds it prints which peers are missing and exits 1.
 busybox nslookup applies no search list to dotted names, so the script appends the cluster domain it
@@ -382,7 +382,6 @@ for g in $DL_PEER_GROUPS; do
 done
 total=$(echo $pending | wc -w)
 start=$(date +%s)
-pause=1
 echo "peer-wait: waiting up to ${DL_PEER_TIMEOUT}s for $total peer(s) of $DL_PEER_DOMAIN to resolve"
 while :; do
   left=""
@@ -402,9 +401,9 @@ while :; do
   fi
   first="${pending# }"
   echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
+  pause=1
+  [ "$elapsed" -ge 30 ] && pause="$DL_PEER_INTERVAL"
   sleep "$pause"
-  pause=$((pause * 2))
-  [ "$pause" -gt "$DL_PEER_INTERVAL" ] && pause="$DL_PEER_INTERVAL"
 done
 {{- end -}}
 
