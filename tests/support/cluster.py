@@ -27,7 +27,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -476,6 +476,29 @@ def shared_folder_claim(kube: Kube, namespace: str, claim: str, folder: Path) ->
 
 def delete_volume(kube: Kube, pv_name: str) -> None:
     kube.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
+
+
+#: the helm args that point a training chart's checkpoint volume at :func:`checkpoint_claim`'s claim
+CHECKPOINT_ARGS = ("--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt")
+
+
+@contextlib.contextmanager
+def checkpoint_claim(kubeconfig: Path, folder: Path) -> Iterator[Callable[[str], None]]:
+    """``before`` for a real run: gives the release's namespace the claim "ckpt" (:data:`CHECKPOINT_ARGS`) of
+    ``folder``, which every real node sees, as pods on several hosts see an NFS share; the PersistentVolume is
+    deleted after the block."""
+    volumes: list[str] = []
+
+    def claim(namespace: str) -> None:
+        with Kube.from_kubeconfig(kubeconfig) as kube:
+            volumes.append(shared_folder_claim(kube, namespace, "ckpt", folder))
+
+    try:
+        yield claim
+    finally:
+        with Kube.from_kubeconfig(kubeconfig) as kube:
+            for volume in volumes:
+                delete_volume(kube, volume)
 
 
 # What each scenario needs from the cluster beyond the defaults, with the reason.

@@ -30,7 +30,7 @@ import pytest
 from dlcharts.cluster import ClusterHandle, faults, poll
 from dlcharts.host import procs
 from dlcharts.install import Kube
-from tests.support.cluster import delete_volume, shared_folder_claim
+from tests.support.cluster import CHECKPOINT_ARGS, checkpoint_claim
 
 pytestmark = pytest.mark.cluster
 
@@ -123,16 +123,8 @@ def checkpoints(two_nodes: ClusterHandle, tmp_path: Path) -> Iterator[tuple[Call
     """(before, helm args): ``before(namespace)`` gives the namespace the claim "ckpt" of a hostPath that both real
     nodes see (as an NFS share would be; the PersistentVolume goes at the end), and the args point the chart's
     checkpoint volume at it."""
-    volumes: list[str] = []
-
-    def claim(namespace: str) -> None:
-        with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
-            volumes.append(shared_folder_claim(kube, namespace, "ckpt", tmp_path / "checkpoints"))
-
-    yield claim, ["--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt"]
-    with Kube.from_kubeconfig(two_nodes.kubeconfig) as kube:
-        for volume in volumes:
-            delete_volume(kube, volume)
+    with checkpoint_claim(two_nodes.kubeconfig, tmp_path / "checkpoints") as claim:
+        yield claim, list(CHECKPOINT_ARGS)
 
 
 #: issue 43's bound: from the node's loss to its job training again on the nodes that work

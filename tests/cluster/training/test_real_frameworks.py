@@ -35,7 +35,7 @@ from dlcharts.cluster import ClusterHandle
 from dlcharts.install import Kube
 from dlcharts.jobs import run
 from tests.support import CHARTS
-from tests.support.cluster import delete_volume, shared_folder_claim
+from tests.support.cluster import CHECKPOINT_ARGS, checkpoint_claim
 from tests.support.real_node import assert_spread
 
 pytestmark = pytest.mark.cluster
@@ -122,27 +122,18 @@ def test_pytorch_worker_deleted_mid_run_is_replaced_and_every_rank_resumes_from_
     steps = 100
     trigger = re.compile(rf"^\[del-worker-0-\w+/worker\] bench_ddp: step 30/{steps} loss")
     delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "del-worker", 1)
-    volumes: list[str] = []
-
-    def claim(namespace: str) -> None:
-        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-            volumes.append(shared_folder_claim(kube, namespace, "ckpt", tmp_path / "checkpoints"))
 
     def on_line(line: str) -> None:
         delete_worker_1(line)
         if "at" in fault and "resumed" not in fault and re.search(r"bench_ddp: resumed from step \d+ ", line):
             fault["resumed"] = time.time()
 
-    try:
+    with checkpoint_claim(embedded_cluster.kubeconfig, tmp_path / "checkpoints") as claim:
         result, log = real_run(
             "pytorch-dist", "del", "--set", "worker=2", "--set", f"benchmark.steps={steps}",
-            "--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt", "--set", "checkpoint.everySteps=10",
+            *CHECKPOINT_ARGS, "--set", "checkpoint.everySteps=10",
             before=claim, on_line=on_line,
         )  # fmt: skip
-    finally:
-        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-            for volume in volumes:
-                delete_volume(kube, volume)
     assert "pod" in fault, fault
     assert result.ok, result.problem
     assert result.jobs == {"del-worker": "Complete"}
@@ -287,27 +278,18 @@ def test_horovod_worker_deleted_mid_run_is_replaced_and_the_launcher_runs_again_
     iterations = 6
     trigger = re.compile(r"<stdout>:iteration 2: ")
     delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "hvdre-worker", 1)
-    volumes: list[str] = []
-
-    def claim(namespace: str) -> None:
-        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-            volumes.append(shared_folder_claim(kube, namespace, "ckpt", tmp_path / "checkpoints"))
 
     def on_line(line: str) -> None:
         delete_worker_1(line)
         if "at" in fault and "resumed" not in fault and "horovod_bench: resumed from iteration" in line:
             fault["resumed"] = time.time()
 
-    try:
+    with checkpoint_claim(embedded_cluster.kubeconfig, tmp_path / "checkpoints") as claim:
         result, log = real_run(
             "horovod-mpi", "hvdre", "--set", "worker=2", "--set", f"benchmark.iterations={iterations}",
             "--set", "benchmark.batchesPerIter=5", "--set", "checkpoint.everySteps=5",
-            "--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt", before=claim, on_line=on_line,
+            *CHECKPOINT_ARGS, before=claim, on_line=on_line,
         )  # fmt: skip
-    finally:
-        with Kube.from_kubeconfig(embedded_cluster.kubeconfig) as kube:
-            for volume in volumes:
-                delete_volume(kube, volume)
     assert "pod" in fault, fault
     assert result.ok, result.problem
     assert result.jobs == {"hvdre-launcher": "Complete", "hvdre-worker": "Complete"}
