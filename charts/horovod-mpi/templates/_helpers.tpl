@@ -10,13 +10,21 @@ about 3 s sooner (bench/NOTES.md, section 16).
 {{- if $h.launcher -}}
 {{- $h.launcher -}}
 {{- else -}}
-{{- $needs := $h.elastic.enabled -}}
+{{- ternary "horovodrun" "mpirun" (or $h.elastic.enabled (not (empty (include "horovod-mpi.horovodrunOptions" . | fromJsonArray)))) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+horovod-mpi.horovodrunOptions: JSON list of the horovod.* options only horovodrun reads that are set (not null or
+empty): they make horovod-mpi.launcher pick horovodrun, and validation refuses them with horovod.launcher=mpirun.
+*/}}
+{{- define "horovod-mpi.horovodrunOptions" -}}
+{{- $set := list -}}
 {{- range $k := list "controller" "startTimeout" "verbose" "extraArgs" -}}
-{{- $v := index $h $k -}}
-{{- if and (not (kindIs "invalid" $v)) (not (empty $v)) }}{{ $needs = true }}{{ end -}}
+{{- $v := index $.Values.horovod $k -}}
+{{- if and (not (kindIs "invalid" $v)) (not (empty $v)) }}{{ $set = append $set $k }}{{ end -}}
 {{- end -}}
-{{- ternary "horovodrun" "mpirun" $needs -}}
-{{- end -}}
+{{- toJson $set -}}
 {{- end -}}
 
 {{/*

@@ -308,6 +308,21 @@ def test_horovod_hostfile_has_one_line_per_worker_with_slots_equal_to_gpus(imple
     assert hostfile.strip().splitlines() == [line.format(i=i) for i in range(4)]
 
 
+@pytest.mark.parametrize(
+    ("settings", "launch"),
+    [([], ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", "2", "--bind-to", "none", "--map-by", "slot",
+           "--tag-output"]),
+     (["horovod.verbose=true"], ["horovodrun", "-np", "2"]),
+     (["horovod.extraArgs={--network-interfaces,eth0}"], ["horovodrun", "-np", "2"]),
+     (["horovod.elastic.enabled=true", "horovod.elastic.minNp=1"], ["horovodrun", "-np", "2"]),
+     (["horovod.launcher=horovodrun"], ["horovodrun", "-np", "2"])],
+)  # fmt: skip
+def test_horovod_launches_with_plain_mpirun_unless_horovodrun_is_needed_or_chosen(settings, launch, render):
+    rendered = render(CHARTS / "horovod-mpi", set=["worker=2", *settings])
+    args = main_container(rendered.get("Job", "release-launcher").body)["args"]
+    assert args[: len(launch)] == launch, args
+
+
 def test_mpi_key_secret_is_ssh_auth_and_not_in_values(render):
     rendered = render(CHARTS / "horovod-mpi", set=["worker=2"])
     (secret,) = rendered.of_kind("Secret")
