@@ -71,7 +71,7 @@ parallelTrain=true [<ParallelTrain override>] <args>`.
 
 {{/*
 cntk-dist.launchArgs: JSON list: the mpirun line the launcher wrapper (mpi-launcher.sh) runs:
-`mpirun --hostfile /etc/mpi/hostfile -np N --bind-to none --map-by slot [--allow-run-as-root]
+`mpirun --hostfile /etc/mpi/hostfile (dl-common.mpi.hostfilePath) -np N --bind-to none --map-by slot [--allow-run-as-root]
 <cntk.mpirunArgs> bash -c '. <cntk.activate> >/dev/null && exec "$@"' cntk-rank <program>` (the CNTK
 images keep CNTK in a conda environment that activate-cntk puts on PATH).
 */}}
@@ -79,7 +79,7 @@ images keep CNTK in a conda environment that activate-cntk puts on PATH).
 {{- $c := .Values.cntk -}}
 {{- $s := include "dl-common.values.memo" (dict "name" "cntk-dist.settings" "context" .) | fromJson -}}
 {{- $paths := include "dl-common.mpi.paths" (dict "settings" $s.launcher "context" .) | fromJson -}}
-{{- $a := list "mpirun" "--hostfile" "/etc/mpi/hostfile" "-np" (include "cntk-dist.np" .) "--bind-to" "none" "--map-by" "slot" -}}
+{{- $a := list "mpirun" "--hostfile" (include "dl-common.mpi.hostfilePath" (dict "launcher" $s.launcher "context" .)) "-np" (include "cntk-dist.np" .) "--bind-to" "none" "--map-by" "slot" -}}
 {{- if $paths.root }}{{ $a = append $a "--allow-run-as-root" }}{{ end -}}
 {{- $a = concat $a ($c.mpirunArgs | default list) -}}
 {{- if $c.activate -}}

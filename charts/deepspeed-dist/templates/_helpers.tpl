@@ -54,7 +54,7 @@ deepspeed-dist.launchArgs: JSON list: the line the launcher wrapper (mpi-launche
              [--launcher_args "<deepspeed.launcherArgs>"] <deepspeed.extraArgs> --no_python <program>`
              (the wrapper has already checked every worker's sshd, and the first host's name spares DeepSpeed
              its `ssh <host> hostname -I`; --no_python: the program names its own interpreter);
-  mpirun:    `mpirun --hostfile /etc/mpi/hostfile -np <all slots> --bind-to none --map-by slot
+  mpirun:    `mpirun --hostfile /etc/mpi/hostfile (dl-common.mpi.hostfilePath) -np <all slots> --bind-to none --map-by slot
              <deepspeed.launcherArgs> <program>`.
 */}}
 {{- define "deepspeed-dist.launchArgs" -}}
@@ -70,7 +70,7 @@ deepspeed-dist.launchArgs: JSON list: the line the launcher wrapper (mpi-launche
 {{- $a = concat $a ($d.extraArgs | default list) (list "--no_python") -}}
 {{- else -}}
 {{- $np := include "dl-common.mpi.np" (dict "launcher" $s.launcher "worker" $s.worker "context" .) -}}
-{{- $a = concat (list "mpirun" "--hostfile" "/etc/mpi/hostfile" "-np" $np "--bind-to" "none" "--map-by" "slot") ($d.launcherArgs | default list) -}}
+{{- $a = concat (list "mpirun" "--hostfile" (include "dl-common.mpi.hostfilePath" (dict "launcher" $s.launcher "context" .)) "-np" $np "--bind-to" "none" "--map-by" "slot") ($d.launcherArgs | default list) -}}
 {{- end -}}
 {{- toJson (concat $a $program) -}}
 {{- end -}}

@@ -3,6 +3,9 @@
 #: 1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart for 30 s, then MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
 #:    (default: all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on
 #:    timeout it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
+#:    With MPI_SPARES (hot spares, mpi.spareWorkers) it waits for all but that many, and the first of them in
+#:    host order run the ranks: it writes MPI_RUN_HOSTFILE, MPI_HOSTFILE without the other workers' lines (the
+#:    spares, and workers not up), which the command reads; steps 2 and 4 then look at those workers only;
 #: 2. leaves a marker unique to this run in every worker's SSH dir (<ssh dir>/mpi-run, an emptyDir, so a replaced
 #:    worker pod has none), unless the run is elastic (MPI_WAIT_MIN set);
 #: 3. runs the command (signals are passed on);
@@ -40,8 +43,11 @@ for g in $MPI_PEER_GROUPS; do
 done
 # shellcheck disable=SC2086 # word splitting counts the hosts
 total=$(echo $hosts | wc -w)
-need="${MPI_WAIT_MIN:-$total}"
+spares="${MPI_SPARES:-0}"
+need="${MPI_WAIT_MIN:-$((total - spares))}"
 [ "$need" -gt "$total" ] && need=$total
+ranks="$hosts" # the workers that run the ranks (all but the spares)
+others=""
 why=""
 probe() {
   if ! getent hosts "$1" >/dev/null 2>&1; then why="does not resolve (pod not running yet)"; return 1; fi
@@ -51,36 +57,70 @@ probe() {
   why="resolves, but ssh fails (exit $rc): ${msg:-no message, read the sshd log of the worker}"
   return 1
 }
-# on_workers <function>: runs "<function> <host>" for every worker, 32 at a time, and prints what they print
-on_workers() {
+# on_hosts <function> <host>...: runs "<function> <host>" for each host, 32 at a time, and prints what they print
+on_hosts() {
+  fn="$1"; shift
   k=0
-  for h in $hosts; do
-    "$1" "$h" </dev/null &
+  for h in "$@"; do
+    "$fn" "$h" </dev/null &
     k=$((k + 1))
     [ $((k % 32)) -eq 0 ] && wait
   done
   wait
 }
+# shellcheck disable=SC2317 # called through on_hosts
+probe_line() { if probe "$1"; then echo "ok $1"; else echo "no $1 $why"; fi; }
+# choose_ranks: with hot spares, the first $need workers (in host order) that accept SSH run the ranks: writes
+# MPI_RUN_HOSTFILE from MPI_HOSTFILE without the other workers' lines (a line names its host first, then " slots=N"
+# or ":N"; a launcher that runs ranks keeps its own line)
+choose_ranks() {
+  ranks=""; n=0; others=""
+  for h in $hosts; do
+    case " $up " in
+      *" $h "*) if [ "$n" -lt "$need" ]; then ranks="$ranks $h"; n=$((n + 1)); else others="$others $h"; fi ;;
+      *) others="$others $h" ;;
+    esac
+  done
+  if ! awk -v drop="$others" 'BEGIN { n = split(drop, d, " "); for (i = 1; i <= n; i++) skip[d[i]] = 1 }
+      { h = $1; sub(/:.*/, "", h); if (!(h in skip)) print }' "$MPI_HOSTFILE" > "$MPI_RUN_HOSTFILE.new" ||
+    ! mv "$MPI_RUN_HOSTFILE.new" "$MPI_RUN_HOSTFILE"; then
+    die "could not write $MPI_RUN_HOSTFILE"
+  fi
+  say "ranks on:$ranks; spare(s) or not up:${others:- none}"
+}
 # wait_workers: step 1; returns once $need workers accept SSH, exits 1 at the timeout
 wait_workers() {
   say "waiting up to ${MPI_WAIT_TIMEOUT}s until $need of $total worker(s) resolve and accept SSH on port $MPI_SSH_PORT"
   start=$(date +%s)
-  pending="$hosts"
+  # workers just found lost are probed only when the others are not enough: a vanished pod's address can take
+  # seconds to time out, and a spare may make them up already
+  pending=""
+  for h in $hosts; do case " $suspects " in *" $h "*) ;; *) pending="$pending $h" ;; esac; done
   ready=0
+  up=""
   while :; do
     left=""; first=""; firstwhy=""
-    for h in $pending; do
-      if probe "$h"; then
+    # every pending worker at once
+    # shellcheck disable=SC2086 # one host per word
+    probed=$(on_hosts probe_line $pending)
+    while read -r state h reason; do
+      [ -n "$h" ] || continue
+      if [ "$state" = ok ]; then
         ready=$((ready + 1))
+        up="$up $h"
       else
         left="$left $h"
-        [ -z "$first" ] && { first="$h"; firstwhy="$why"; }
+        [ -z "$first" ] && { first="$h"; firstwhy="$reason"; }
       fi
-    done
-    pending="$left"
+    done <<EOF
+$probed
+EOF
+    pending="$left $suspects"
+    suspects=""
     elapsed=$(( $(date +%s) - start ))
     if [ "$ready" -ge "$need" ]; then
       say "$ready of $total worker(s) accept SSH (after ${elapsed}s)"
+      [ "$spares" -gt 0 ] && choose_ranks
       return 0
     fi
     if [ "$elapsed" -ge "$MPI_WAIT_TIMEOUT" ]; then
@@ -110,15 +150,16 @@ wait_workers() {
 # by design, the program carries on with the others, and its own exit status is the verdict.
 marker="$MPI_SSH_DIR/mpi-run"
 token=""
-# shellcheck disable=SC2317 # called through on_workers
+# shellcheck disable=SC2317 # called through on_hosts
 mark() {
   out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$1" "echo '$token' > '$marker'" 2>&1) ||
     echo "  $1: $(last "$out")"
 }
 # lost <host>: prints why the worker no longer holds this run's marker; nothing when it does
-# shellcheck disable=SC2317 # called through on_workers
+# shellcheck disable=SC2317 # called through on_hosts
 lost() {
-  out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=3 "$1" "echo \"marker=\$(cat '$marker' 2>/dev/null)\"" 2>&1)
+  # shellcheck disable=SC2086,SC2029 # options, one per word; $marker is the launcher's value, the same path
+  out=$(ssh $patience "$1" "echo \"marker=\$(cat '$marker' 2>/dev/null)\"" 2>&1)
   rc=$?
   seen=$(printf '%s\n' "$out" | sed -n 's/^marker=//p' | tail -n 1)
   if [ "$rc" -ne 0 ]; then
@@ -129,6 +170,7 @@ lost() {
 }
 restarts="${MPI_RESTARTS_IN_POD:-0}"
 reruns=0
+suspects="" # the workers the last run lost
 # again <why> <workers> <status>: runs the command again in this pod (returns) while MPI_RESTARTS_IN_POD allows,
 # else exits with <status>, leaving the workers up for a launcher retry
 again() {
@@ -150,7 +192,8 @@ while :; do
   if [ -z "${MPI_WAIT_MIN:-}" ]; then
     token=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || token=""
     [ -n "$token" ] || token="$(hostname 2>/dev/null)-$$-$(date +%s)"
-    unmarked=$(on_workers mark)
+    # shellcheck disable=SC2086 # one host per word
+    unmarked=$(on_hosts mark $ranks)
     if [ -n "$unmarked" ]; then
       again "could not leave the run marker $marker on every worker (a worker that vanished after accepting SSH?)" "$unmarked" 1
       continue
@@ -169,7 +212,13 @@ while :; do
   wait "$child" || rc=$?
   while kill -0 "$child" 2>/dev/null; do rc=0; wait "$child" || rc=$?; done
   gone=""
-  [ -n "$token" ] && gone=$(on_workers lost)
+  # after a success a worker counts as lost only when it stays silent for 3 tries of 5 s (a rank lost there runs
+  # everything again); after a failure a silent worker is lost after 2 s, so that a run again can start at once
+  patience="-o ConnectTimeout=5 -o ConnectionAttempts=3"
+  [ "$rc" -ne 0 ] && patience="-o ConnectTimeout=2 -o ConnectionAttempts=1"
+  # shellcheck disable=SC2086 # one host per word
+  [ -n "$token" ] && gone=$(on_hosts lost $ranks)
+  suspects=$(printf '%s\n' "$gone" | sed -n 's/^  \([^: ]*\): .*/\1/p' | tr '\n' ' ')
   if [ -n "$gone" ]; then
     if [ "$rc" -eq 0 ]; then
       again "the command exited 0, but worker(s) were replaced or lost during the run, so ranks were lost (Open MPI 5's prterun, for one, exits 0 after losing a daemon)" "$gone" 1
@@ -185,15 +234,16 @@ while :; do
   break
 done
 if [ -n "$token" ]; then
-  say "the command succeeded and all $total worker(s) ran it to the end; releasing them"
+  say "the command succeeded and all $need worker(s) ran it to the end; releasing them${others:+ and the spare(s)}"
 else
   say "the command succeeded; releasing the $total worker(s)"
 fi
-# shellcheck disable=SC2317 # called through on_workers
+# shellcheck disable=SC2317 # called through on_hosts
 release() {
   out=$(ssh -o ConnectTimeout=5 -o ConnectionAttempts=2 "$1" "touch '$MPI_SSH_DIR/mpi-done'" 2>&1) ||
     echo "mpi-launcher: WARNING: could not release $1 (its watchdog stops it): $(last "$out")" >&2
 }
-on_workers release
+# shellcheck disable=SC2086 # one host per word
+on_hosts release $hosts
 say "done (a worker that missed the release stops through its watchdog once this launcher is gone)"
 exit 0

@@ -97,15 +97,14 @@ synthetic benchmark with the benchmark.* options.
 {{- end -}}
 
 {{/*
-horovod-mpi.hostfilePath: the hostfile the launch command reads. horovodrun only parses the Open MPI
-form ("<host> slots=N"), so with another mpi.implementation it gets the extra key horovodrun-hostfile.
+horovod-mpi.hostfilePath: the hostfile the launch command reads (dl-common.mpi.hostfilePath: the launcher
+writes it with hot spares). horovodrun only parses the Open MPI form ("<host> slots=N"), so with another
+mpi.implementation it gets the extra key horovodrun-hostfile (refused with spares: horovod-mpi.validate).
 */}}
 {{- define "horovod-mpi.hostfilePath" -}}
-{{- if and (eq (include "horovod-mpi.launcher" .) "horovodrun") (ne .Values.mpi.implementation "openmpi") -}}
-/etc/mpi/horovodrun-hostfile
-{{- else -}}
-/etc/mpi/hostfile
-{{- end -}}
+{{- $s := include "dl-common.values.memo" (dict "name" "horovod-mpi.settings" "context" .) | fromJson -}}
+{{- $file := ternary "horovodrun-hostfile" "hostfile" (and (eq (include "horovod-mpi.launcher" .) "horovodrun") (ne .Values.mpi.implementation "openmpi")) -}}
+{{- include "dl-common.mpi.hostfilePath" (dict "launcher" $s.launcher "file" $file "context" .) -}}
 {{- end -}}
 
 {{/*

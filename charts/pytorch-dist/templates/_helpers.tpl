@@ -1,9 +1,10 @@
 {{/*
-pytorch-dist.roles: role -> pod count of this release, as JSON.
+pytorch-dist.roles: role -> pod count of this release, as JSON: the worker pods are `worker` torchrun nodes and
+`spareWorkers` hot spares (pytorch-dist.job).
   {{- $roles := include "pytorch-dist.roles" . | fromJson -}}
 */}}
 {{- define "pytorch-dist.roles" -}}
-{{- toJson (dict "worker" (int .Values.worker)) -}}
+{{- toJson (dict "worker" (add .Values.worker .Values.spareWorkers)) -}}
 {{- end -}}
 
 {{/*
@@ -94,7 +95,8 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
 {{- $_ := set $program "command" (concat (list "sh" "-c" (include "pytorch-dist.inPod" .)) $program.command) -}}
 {{- toJson (dict
   "role" "worker"
-  "count" (int .Values.worker)
+  "count" (add .Values.worker .Values.spareWorkers)
+  "successPolicy" (include "pytorch-dist.successPolicy" . | fromJson)
   "settings" $s
   "roles" (include "pytorch-dist.roles" . | fromJson)
   "env" (include "pytorch-dist.env" (dict "settings" $s "context" .) | fromYamlArray)
@@ -107,6 +109,22 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
   "volumeMounts" (list (include "dl-common.script.volumeMount" (dict "context" .) | fromJson))
   "podAnnotations" (include "dl-common.script.podAnnotations" (dict "context" .) | fromJson)
 ) -}}
+{{- end -}}
+
+{{/*
+pytorch-dist.successPolicy: with hot spares (spareWorkers), the worker Job succeeds once `worker` pods have
+succeeded: torchrun's rendezvous admits `worker` nodes (PET_NNODES) and keeps the others in its redundancy list,
+from which the next round (after a node's loss, pytorch-dist.inPod) takes a spare at once instead of waiting for
+the lost pod's replacement, which the Job controller makes only after its pod-failure back-off (10 s and more). At
+the end the spares' torchrun leaves the closed rendezvous with an error (torch 2.6), so their pods do not count:
+the Job ends them once the ranks have succeeded. Empty without spares (every index must succeed).
+*/}}
+{{- define "pytorch-dist.successPolicy" -}}
+{{- if gt (int .Values.spareWorkers) 0 -}}
+{{- toJson (dict "rules" (list (dict "succeededCount" (int .Values.worker)))) -}}
+{{- else -}}
+{}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -125,5 +143,5 @@ worker pod's loss from costing the others theirs:
   a replacement node waits for it until the store times out.
 */}}
 {{- define "pytorch-dist.inPod" -}}
-n=0; while :; do "$0" "$@" & agent=$!; trap 'kill -KILL $agent; exit 143' TERM; wait $agent; rc=$?; [ "$rc" -eq 0 ] && exit 0; [ "$n" -ge "$DL_RESTARTS_IN_POD" ] && exit "$rc"; n=$((n + 1)); echo "pytorch-dist: $0 exited with $rc; running it again in this pod ($n of $DL_RESTARTS_IN_POD)" >&2; sleep 1; done
+n=0; while :; do "$0" "$@" & agent=$!; trap 'kill -KILL $agent; exit 143' TERM; wait $agent; rc=$?; [ "$rc" -eq 0 ] && exit 0; [ "$n" -ge "$DL_RESTARTS_IN_POD" ] && exit "$rc"; n=$((n + 1)); echo "pytorch-dist: $0 exited with $rc; running it again in this pod ($n of $DL_RESTARTS_IN_POD){{ if gt (int .Values.spareWorkers) 0 }} (a hot spare gets here too when the run ends, and the Job then stops it){{ end }}" >&2; done
 {{- end -}}

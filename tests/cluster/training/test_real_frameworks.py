@@ -159,6 +159,61 @@ def test_pytorch_worker_deleted_mid_run_is_replaced_and_every_rank_resumes_from_
     )
 
 
+def test_pytorch_hot_spare_takes_a_deleted_workers_place_at_once_and_the_ranks_resume_from_the_checkpoint(
+    real_run, embedded_cluster: ClusterHandle, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """pytorch-dist with spareWorkers=1: three worker pods, two of them torchrun's nodes and the third waiting in its
+    rendezvous. The pod of rank 1 is deleted at step 30 of 100; every other pod runs torchrun again and the fresh
+    round takes the spare at once, without waiting for the Job controller's replacement (made after its 10 s
+    back-off), which becomes the spare in turn. The ranks resume from the checkpoint with the spare as rank 1, and
+    the Job succeeds once two pods have (its successPolicy), ending the spare left."""
+    steps = 100
+    rank1: list[int] = []  # the worker index that trains as rank 1 (c10d's rendezvous picks it)
+    deleting: list[Callable[[str], None]] = []
+    fault: dict[str, Any] = {}
+
+    def on_line(line: str) -> None:
+        if not deleting and (found := re.search(r"bench_ddp: rank 1/2 on spare-worker-(\d) ", line)):
+            rank1.append(int(found.group(1)))
+            delete, seen = delete_pod_on_line(
+                embedded_cluster, real_run, re.compile(rf"bench_ddp: step 30/{steps} loss"), "spare-worker", rank1[0]
+            )
+            deleting.append(delete)
+            fault["seen"] = seen
+        if deleting:
+            deleting[0](line)
+        seen = fault.get("seen", {})
+        if "at" in seen and "resumed" not in fault and re.search(r"bench_ddp: resumed from step \d+ ", line):
+            fault["resumed"] = time.time()
+
+    with checkpoint_claim(embedded_cluster.kubeconfig, tmp_path / "checkpoints") as claim:
+        result, log = real_run(
+            "pytorch-dist", "spare", "--set", "worker=2", "--set", "spareWorkers=1",
+            "--set", f"benchmark.steps={steps}", *CHECKPOINT_ARGS, "--set", "checkpoint.everySteps=10",
+            before=claim, on_line=on_line,
+        )  # fmt: skip
+    assert rank1 and rank1[0] in (1, 2) and "pod" in fault["seen"], (rank1, fault)
+    assert result.ok, result.problem
+    # two pods succeeded: the Job meets its successPolicy, ends the spare left, then completes
+    assert result.jobs["spare-worker"] in ("SuccessCriteriaMet", "Complete"), result.jobs
+    spare = 3 - rank1[0]  # the pod that waited, worker 1 or 2
+    after = log[log.index("bench_ddp: resumed from step") - 2000 :]
+    assert re.search(rf"\[spare-worker-{spare}-\w+/worker\] bench_ddp: rank 1/2 on spare-worker-{spare} ", after), after
+    resumed = re.findall(r"bench_ddp: resumed from step (\d+) ", log)
+    assert resumed in (["20"], ["30"]), resumed
+    checksums = re.findall(r"\[spare-worker-(\d)-\w+/worker\] bench_ddp: rank \d final parameters sha256 (\w{64})", log)
+    assert sorted(worker for worker, _ in checksums) == sorted(["0", str(spare)]), checksums
+    assert len({digest for _, digest in checksums}) == 1, checksums
+    by_index = {p.name.rsplit("-", 1)[0]: p for p in result.pods if p.phase == "Succeeded"}
+    assert sorted(by_index) == sorted(["spare-worker-0", f"spare-worker-{spare}"]), result.pods
+    assert result.settled_seconds is not None
+    print(
+        f"deleted rank 1's pod (worker {rank1[0]}) at step 30/{steps}; the spare (worker {spare}) took its place and "
+        f"the ranks resumed from step {resumed[0]} {fault['resumed'] - fault['seen']['at']:.1f}s later; "
+        f"job {result.seconds:.0f}s"
+    )
+
+
 def mpi4py_command(steps: int, pause: float) -> str:
     """dlcharts.jobs.run's mpi4py allreduce (every rank names its host, allreduces each step, checks the last sum) as a
     JSON list for ``--set-json <chart's program value>=...``."""
@@ -268,13 +323,15 @@ def test_horovod_mpi_launcher_runs_mpi4py_allreduce_on_two_sshd_workers(real_run
     print(f"horovod-mpi: job end -> last pod exit {last_end - launcher_end:.1f}s; wall {result.seconds:.0f}s")
 
 
-def test_horovod_worker_deleted_mid_run_is_replaced_and_the_launcher_runs_again_in_its_pod_from_the_checkpoint(
+def test_horovod_worker_deleted_mid_run_the_launcher_runs_again_in_its_pod_on_a_hot_spare_from_the_checkpoint(
     real_run, embedded_cluster: ClusterHandle, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    """horovod-mpi's defaults (mpi.restartsInPod 3) with a checkpoint volume: worker 1's pod is deleted once rank 0
-    reports iteration 2 of 6 (it saves after each). mpirun fails; the launcher finds worker 1 gone, waits in the
-    same pod for the Job's replacement, leaves its marker again and runs the ranks again, which resume from the
-    last checkpoint: both Jobs complete with one launcher pod and the same parameters on both ranks."""
+    """horovod-mpi (mpi.restartsInPod 3) with a hot spare (mpi.spareWorkers=1) and a checkpoint volume: the launcher
+    runs the ranks on workers 0 and 1 and keeps worker 2 spare. Worker 1's pod is deleted once rank 0 reports
+    iteration 2 of 6 (it saves after each). mpirun fails; the launcher finds worker 1 gone and, in the same pod,
+    runs the ranks again on workers 0 and 2 at once (the Job's replacement for worker 1 comes after its back-off
+    and becomes the spare), resuming from the last checkpoint: both Jobs complete with one launcher pod and the
+    same parameters on both ranks."""
     iterations = 6
     trigger = re.compile(r"<stdout>:iteration 2: ")
     delete_worker_1, fault = delete_pod_on_line(embedded_cluster, real_run, trigger, "hvdre-worker", 1)
@@ -286,24 +343,30 @@ def test_horovod_worker_deleted_mid_run_is_replaced_and_the_launcher_runs_again_
 
     with checkpoint_claim(embedded_cluster.kubeconfig, tmp_path / "checkpoints") as claim:
         result, log = real_run(
-            "horovod-mpi", "hvdre", "--set", "worker=2", "--set", f"benchmark.iterations={iterations}",
-            "--set", "benchmark.batchesPerIter=5", "--set", "checkpoint.everySteps=5",
-            *CHECKPOINT_ARGS, before=claim, on_line=on_line,
+            "horovod-mpi", "hvdre", "--set", "worker=2", "--set", "mpi.spareWorkers=1",
+            "--set", f"benchmark.iterations={iterations}", "--set", "benchmark.batchesPerIter=5",
+            "--set", "checkpoint.everySteps=5", *CHECKPOINT_ARGS, before=claim, on_line=on_line,
         )  # fmt: skip
     assert "pod" in fault, fault
     assert result.ok, result.problem
     assert result.jobs == {"hvdre-launcher": "Complete", "hvdre-worker": "Complete"}
     launchers = [p for p in result.pods if p.name.startswith("hvdre-launcher-")]
     assert len(launchers) == 1, result.pods  # run again in its pod: no second launcher pod, no Job back-off
-    assert "the command failed with exit status" in log and "after worker(s) were replaced or lost" in log
+    host = "hvdre-worker-{}.hvdre.[\\w-]+.svc"
+    chosen = re.findall(r"mpi-launcher: ranks on: (\S+) (\S+); spare\(s\) or not up: (\S+)", log)
+    assert len(chosen) == 2, log[-3000:]
+    for picked, workers in zip(chosen, ((0, 1, 2), (0, 2, 1)), strict=True):  # the spare took worker 1's place
+        assert all(re.fullmatch(host.format(i), name) for name, i in zip(picked, workers, strict=True)), chosen
+    assert "after worker(s) were replaced or lost" in log, log[-3000:]
     assert "running the command again in this pod (1 of 3, mpi.restartsInPod)" in log, log[-3000:]
     resumed = [int(n) for n in re.findall(r"horovod_bench: resumed from iteration (\d+)", log)]
     assert resumed and resumed[-1] >= 1, log[-3000:]  # saved after iteration 1 at least
     assert re.search(rf"<stdout>:iteration {iterations - 1}: ", log), log[-3000:]
     checksums = dict(re.findall(r"horovod_bench: rank (\d) final parameters sha256 ([0-9a-f]{64})", log))
     assert len(checksums) == 2 and len(set(checksums.values())) == 1, checksums
+    assert "releasing them and the spare(s)" in log
     print(
-        f"horovod-mpi: worker 1 deleted at iteration 2; the ranks resumed from iteration {resumed[-1]} "
+        f"horovod-mpi: worker 1 deleted at iteration 2; the ranks resumed on the spare from iteration {resumed[-1]} "
         f"{fault['resumed'] - fault['at']:.1f}s later, in the same launcher pod"
     )
 

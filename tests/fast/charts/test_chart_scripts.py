@@ -132,16 +132,18 @@ FAKE_GETENT = '#!/bin/sh\n[ -d "$WORKERS/$2" ] && echo "10.0.0.1 $2"\n'
 HOSTS = ["rel-worker-0.rel.ns.svc", "rel-worker-1.rel.ns.svc"]
 
 
-def launch(tmp_path: Path, command: str, **env: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def launch(
+    tmp_path: Path, command: str, hosts: list[str] = HOSTS, **env: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     bin_dir, workers, own = tmp_path / "bin", tmp_path / "workers", tmp_path / "launcher"
-    for folder in (bin_dir, own, *(workers / host for host in HOSTS)):
+    for folder in (bin_dir, own, *(workers / host for host in hosts)):
         folder.mkdir(parents=True)
     (own / "config").write_text("")
     for name, text in (("ssh", FAKE_SSH), ("getent", FAKE_GETENT)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     variables = {"PATH": f"{bin_dir}:/usr/bin:/bin", "WORKERS": str(workers), "MPI_SSH_DIR": str(own),
-                 "MPI_SSH_PORT": "2222", "MPI_PEER_GROUPS": "rel-worker:2", "MPI_PEER_DOMAIN": "rel.ns.svc",
+                 "MPI_SSH_PORT": "2222", "MPI_PEER_GROUPS": f"rel-worker:{len(hosts)}", "MPI_PEER_DOMAIN": "rel.ns.svc",
                  "MPI_WAIT_TIMEOUT": "5", "MPI_WAIT_INTERVAL": "1", "MPI_RELEASE": "rel", **env}  # fmt: skip
     script = LIBRARY / "scripts" / "mpi-launcher.sh"
     proc = subprocess.run(["dash", str(script), "sh", "-c", command], env=variables, capture_output=True,
@@ -254,3 +256,36 @@ def test_the_watchdog_counts_a_served_pod_that_left_its_mark_as_seen(tmp_path, m
     assert proc.returncode == 0, proc.stderr
     assert f"{seen} shows that [launcher:1] ran" in proc.stdout
     assert "the pods this role serves have finished; ending this pod" in proc.stdout
+
+
+SPARED = [*HOSTS, "rel-worker-2.rel.ns.svc"]
+# the first run checks that its hostfile names workers 0 and 1, then loses worker 1 (its pod deleted, the replacement
+# not up yet) and fails as mpirun does; the second run checks that the spare, worker 2, took its place
+SPARE_RUNS = (
+    'if [ ! -e "$WORKERS/../ran" ]; then touch "$WORKERS/../ran"; cp "$MPI_RUN_HOSTFILE" "$WORKERS/../first"; '
+    f'rm -r "$WORKERS/{HOSTS[1]}"; exit 1; fi; cp "$MPI_RUN_HOSTFILE" "$WORKERS/../second"; exit 0'
+)
+
+
+def test_the_mpi_launcher_runs_the_ranks_on_all_but_the_spares_and_takes_a_spare_for_a_lost_worker(tmp_path):
+    """mpi.spareWorkers=1: the launcher waits for 2 of the 3 workers, writes the run's hostfile from the chart's
+    without the spare's line, and after worker 1 is lost runs again at once on workers 0 and 2, without waiting for
+    worker 1's replacement; at the end it releases the spare too."""
+    (tmp_path / "hostfile").write_text("".join(f"{host} slots=2\n" for host in SPARED))
+    proc, workers = launch(
+        tmp_path,
+        SPARE_RUNS,
+        SPARED,
+        MPI_SPARES="1",
+        MPI_RESTARTS_IN_POD="1",
+        MPI_HOSTFILE=str(tmp_path / "hostfile"),
+        MPI_RUN_HOSTFILE=str(tmp_path / "run-hostfile"),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "first").read_text() == f"{SPARED[0]} slots=2\n{SPARED[1]} slots=2\n"
+    assert (tmp_path / "second").read_text() == f"{SPARED[0]} slots=2\n{SPARED[2]} slots=2\n"
+    assert f"mpi-launcher: ranks on: {SPARED[0]} {SPARED[1]}; spare(s) or not up: {SPARED[2]}" in proc.stdout
+    assert f"mpi-launcher: ranks on: {SPARED[0]} {SPARED[2]}; spare(s) or not up: {SPARED[1]}" in proc.stdout
+    assert proc.stdout.count("waiting up to 5s until 2 of 3 worker(s) resolve and accept SSH") == 2
+    assert "releasing them and the spare(s)" in proc.stdout
+    assert [(workers / host / "mpi-done").exists() for host in SPARED] == [True, False, True]

@@ -261,6 +261,78 @@ def test_pytorch_elastic_range(render):
     assert env["PET_NNODES"] == "2:4"
 
 
+def test_pytorch_hot_spares_are_more_pods_than_torchrun_nodes_and_the_job_succeeds_with_the_ranks(render):
+    """spareWorkers adds pods to the worker Job, not nodes to the rendezvous; the Job's successPolicy counts the
+    ranks' pods only, and the peers (start watch, Service, NetworkPolicy) include the spares."""
+    rendered = render(CHARTS / "pytorch-dist", set=["worker=4", "spareWorkers=2"], release="pt")
+    job = rendered.get("Job", "pt-worker").body
+    assert (job["spec"]["completions"], job["spec"]["parallelism"]) == (6, 6)
+    assert job["spec"]["successPolicy"] == {"rules": [{"succeededCount": 4}]}
+    for index in (0, 5):
+        assert container_env(main_container(job), index)["PET_NNODES"] == "4"
+    without = render(CHARTS / "pytorch-dist", set=["worker=4"], release="pt").get("Job", "pt-worker").body
+    assert "successPolicy" not in without["spec"] and without["spec"]["completions"] == 4
+    elastic = render(CHARTS / "pytorch-dist", set=["worker=4", "spareWorkers=1", "elastic.minWorkers=2"])
+    assert container_env(main_container(elastic.get("Job", "release-worker").body), 4)["PET_NNODES"] == "2:4"
+
+
+@pytest.mark.parametrize(
+    ("values", "kube", "expected"),
+    [
+        (["restartsInPod=0"], None, "spareWorkers is 1 but restartsInPod is 0"),
+        (["defaults.imageEntrypoint=true"], None, "spareWorkers is 1 and defaults.imageEntrypoint is true"),
+        ([], "1.32.0", "spareWorkers is 1, which needs a Job successPolicy"),
+    ],
+)
+def test_pytorch_hot_spares_that_cannot_work_are_refused_with_the_fix(render, values, kube, expected):
+    kwargs = {"kube_version": kube} if kube else {}
+    with pytest.raises(RenderError) as info:
+        render(CHARTS / "pytorch-dist", set=["spareWorkers=1", *values], **kwargs)
+    assert expected in info.value.stderr
+
+
+@pytest.mark.parametrize(("chart", "values"), [("horovod-mpi", []), ("cntk-dist", []),
+                                               ("deepspeed-dist", ["deepspeed.launcher=mpirun"])])  # fmt: skip
+def test_mpi_hot_spares_are_more_worker_pods_and_the_launcher_writes_the_hostfile_of_each_run(chart, values, render):
+    """mpi.spareWorkers: the worker Job and the ConfigMap's hostfile have every worker pod, the launch line keeps
+    the ranks of `worker` pods and reads the hostfile the launcher writes into its own ssh dir (mpi-launcher.sh's
+    MPI_RUN_HOSTFILE), which Open MPI's default hostfile names too; without spares the ConfigMap's is read."""
+    rendered = render(CHARTS / chart, set=["worker=2", "mpi.spareWorkers=1", *values], release="r", namespace="ml")
+    assert rendered.get("Job", "r-worker").body["spec"]["completions"] == 3
+    hostfile = rendered.get("ConfigMap", "r-mpi").body["data"]["hostfile"]
+    assert [line.split()[0] for line in hostfile.splitlines()] == [f"r-worker-{i}.r.ml.svc" for i in range(3)]
+    launcher = main_container(rendered.get("Job", "r-launcher").body)
+    env, line = container_env(launcher, 0), launcher["args"]
+    run_hostfile = env["MPI_RUN_HOSTFILE"]
+    assert run_hostfile.endswith("/.ssh/hostfile") and env["MPI_SPARES"] == "1"
+    assert env["MPI_HOSTFILE"] == "/etc/mpi/hostfile" and env["OMPI_MCA_orte_default_hostfile"] == run_hostfile
+    assert env["MPI_PEER_GROUPS"] == "r-worker:3"
+    assert line[line.index("--hostfile") + 1] == run_hostfile and line[line.index("-np") + 1] == "2"
+    plain = main_container(render(CHARTS / chart, set=["worker=2", *values], release="r").get("Job", "r-launcher").body)
+    assert plain["args"][plain["args"].index("--hostfile") + 1] == "/etc/mpi/hostfile"
+    assert "MPI_SPARES" not in container_env(plain, 0)
+
+
+@pytest.mark.parametrize(
+    ("chart", "values", "expected"),
+    [
+        ("horovod-mpi", ["horovod.elastic.enabled=true", "horovod.elastic.minNp=1"],
+         "mpi.spareWorkers is 1 and horovod.elastic.enabled is true"),
+        ("horovod-mpi", ["horovod.launcher=horovodrun", "mpi.implementation=mpich"],
+         "mpi.spareWorkers is 1 with horovodrun and mpi.implementation mpich"),
+        ("deepspeed-dist", [], "mpi.spareWorkers is 1 but deepspeed.launcher is deepspeed"),
+        ("cntk-dist", ["mpi.replaceEntrypoint=true", "roles.launcher.command[0]=mpirun"],
+         "mpi.spareWorkers is 1 and mpi.replaceEntrypoint is true"),
+        ("horovod-mpi", ["roles.launcher.imageEntrypoint=true"],
+         "mpi.spareWorkers is 1 and roles.launcher.imageEntrypoint is true"),
+    ],
+)  # fmt: skip
+def test_mpi_hot_spares_that_the_launch_cannot_use_are_refused_with_the_fix(chart, values, expected, render):
+    with pytest.raises(RenderError) as info:
+        render(CHARTS / chart, set=["mpi.spareWorkers=1", *values])
+    assert expected in info.value.stderr
+
+
 @pytest.mark.parametrize(("fails", "restarts", "runs", "code"), [(1, 3, 2, 0), (5, 3, 4, 7), (1, 0, 1, 7)])
 def test_pytorch_reruns_torchrun_in_the_same_pod_up_to_restarts_in_pod(render, tmp_path, fails, restarts, runs, code):
     """The worker's command, run by sh as the pod runs it, with a torchrun that exits 7 its first ``fails`` times:

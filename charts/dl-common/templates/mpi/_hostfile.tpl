@@ -32,16 +32,33 @@ hosts (1.8 s at 10,000 workers). */ -}}
 {{/*
 dl-common.mpi.hostfile: the hostfile, one line per pod that runs ranks (launcher first when it has GPUs),
 with full "<job>-<i>.<service>.<namespace>.svc" names, in "format" (default mpi.implementation):
-openmpi "<host> slots=N", intel / mpich "<host>:N" (via dl-common.hostfile.lines).
+openmpi "<host> slots=N", intel / mpich "<host>:N" (via dl-common.hostfile.lines). With hot spares
+(mpi.spareWorkers) it lists every worker pod, and the launcher writes the run's hostfile from it
+(dl-common.mpi.hostfilePath).
   {{ include "dl-common.mpi.hostfile" (dict "launcher" $ls "worker" $ws "format" "openmpi" "context" $) }}
 */}}
 {{- define "dl-common.mpi.hostfile" -}}
 {{- $ctx := .context -}}
 {{- $format := .format | default $ctx.Values.mpi.implementation -}}
 {{- $parts := list -}}
-{{- range (include "dl-common.mpi.hostGroups" . | fromJsonArray) -}}
+{{- $groups := dict "launcher" .launcher "worker" .worker "context" $ctx "workers" (add $ctx.Values.worker $ctx.Values.mpi.spareWorkers) -}}
+{{- range (include "dl-common.mpi.hostGroups" $groups | fromJsonArray) -}}
 {{- $hosts := include "dl-common.peers.hosts" (dict "role" .role "count" .count "context" $ctx) | fromJsonArray -}}
 {{- $parts = append $parts (include "dl-common.hostfile.lines" (dict "hosts" $hosts "format" $format "slots" .slots)) -}}
 {{- end -}}
 {{- join "\n" $parts -}}
+{{- end -}}
+
+{{/*
+dl-common.mpi.hostfilePath: the hostfile the launch line reads: "file" in the ConfigMap's mount (default
+hostfile), or with hot spares (mpi.spareWorkers) the one the launcher wrapper writes for each run into its own ssh
+dir (MPI_RUN_HOSTFILE: the ConfigMap's hostfile without the spares' lines).
+  {{ include "dl-common.mpi.hostfilePath" (dict "launcher" $ls "context" $) }}
+*/}}
+{{- define "dl-common.mpi.hostfilePath" -}}
+{{- if gt (int .context.Values.mpi.spareWorkers) 0 -}}
+{{- printf "%s/hostfile" (include "dl-common.mpi.paths" (dict "settings" .launcher "context" .context) | fromJson).sshDir -}}
+{{- else -}}
+{{- printf "%s/%s" (include "dl-common.mpi.names" . | fromJson).mount (.file | default "hostfile") -}}
+{{- end -}}
 {{- end -}}

@@ -174,7 +174,8 @@ dl-common.mpi.env: the MPI env of a main container (JSON list of EnvVar dicts, f
 MPI_SSH_DIR, MPI_SSH_PORT. A worker adds DL_WATCH_SEEN_FILE, the run marker every launcher attempt leaves in its ssh
 dir, which tells its watchdog that the launcher ran however briefly (dl-common.pod.watchdogScript). The launcher adds its wait parameters (MPI_PEER_GROUPS, MPI_PEER_DOMAIN,
 MPI_WAIT_TIMEOUT, MPI_WAIT_INTERVAL, MPI_RESTARTS_IN_POD (mpi.restartsInPod), MPI_WAIT_MIN when "waitMin" is given, MPI_RELEASE,
-MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
+MPI_LAUNCHER_SSHD, MPI_HOSTFILE; with hot spares MPI_SPARES and MPI_RUN_HOSTFILE, the hostfile the launch line
+reads, dl-common.mpi.hostfilePath) and the implementation's variables, which name the hostfile the launch line reads:
   openmpi: OMPI_MCA_orte_keep_fqdn_hostnames=true, OMPI_MCA_orte_default_hostfile, OMPI_MCA_plm_rsh_args
            ("-o ConnectionAttempts=10 -p <port>"), OMPI_MCA_<name> of mpi.mcaParams, and as root
            OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1 (Open MPI 5 ignores orte_*: always pass --hostfile too);
@@ -188,16 +189,16 @@ MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
 {{- $n := include "dl-common.mpi.names" . | fromJson -}}
 {{- $self := ternary .launcher .worker (eq .role "launcher") -}}
 {{- $paths := include "dl-common.mpi.paths" (dict "settings" $self "context" $ctx) | fromJson -}}
-{{- $hostfile := printf "%s/hostfile" $n.mount -}}
+{{- $hostfile := include "dl-common.mpi.hostfilePath" (dict "launcher" .launcher "context" $ctx) -}}
 {{- $port := int $mpi.sshPort -}}
 {{- $env := list (dict "name" "MPI_SSH_DIR" "value" $paths.sshDir) (dict "name" "MPI_SSH_PORT" "value" (toString $port)) -}}
 {{- if eq .role "worker" -}}
 {{- $env = append $env (dict "name" "DL_WATCH_SEEN_FILE" "value" (printf "%s/mpi-run" $paths.sshDir)) -}}
 {{- end -}}
 {{- if eq .role "launcher" -}}
-{{- $waitGroups := include "dl-common.peers.groups" (dict "roles" (dict "worker" (int $ctx.Values.worker)) "context" $ctx) -}}
+{{- $waitGroups := include "dl-common.peers.groups" (dict "roles" (pick (include "dl-common.mpi.roles" . | fromJson) "worker") "context" $ctx) -}}
 {{- $env = concat $env (list
-  (dict "name" "MPI_HOSTFILE" "value" $hostfile)
+  (dict "name" "MPI_HOSTFILE" "value" (printf "%s/hostfile" $n.mount))
   (dict "name" "MPI_PEER_GROUPS" "value" $waitGroups)
   (dict "name" "MPI_PEER_DOMAIN" "value" (include "dl-common.peers.domain" (dict "context" $ctx)))
   (dict "name" "MPI_WAIT_TIMEOUT" "value" (toString (int $mpi.waitForWorkers.timeoutSeconds)))
@@ -207,6 +208,9 @@ MPI_LAUNCHER_SSHD, MPI_HOSTFILE) and the implementation's variables:
   (dict "name" "MPI_LAUNCHER_SSHD" "value" (ternary "true" "false" (gt (int (include "dl-common.mpi.launcherRanks" (dict "settings" .launcher))) 0)))) -}}
 {{- if not (kindIs "invalid" .waitMin) -}}
 {{- $env = append $env (dict "name" "MPI_WAIT_MIN" "value" (toString (int .waitMin))) -}}
+{{- end -}}
+{{- if gt (int $mpi.spareWorkers) 0 -}}
+{{- $env = concat $env (list (dict "name" "MPI_SPARES" "value" (toString (int $mpi.spareWorkers))) (dict "name" "MPI_RUN_HOSTFILE" "value" $hostfile)) -}}
 {{- end -}}
 {{- if eq $mpi.implementation "openmpi" -}}
 {{- $env = concat $env (list

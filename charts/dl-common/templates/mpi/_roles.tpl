@@ -52,11 +52,11 @@ reach a container's args: see dl-common.mpi.roleSettings).
 {{- end -}}
 
 {{/*
-dl-common.mpi.roles: JSON role -> pod count of an MPI release: {launcher: 1, worker: .Values.worker}.
+dl-common.mpi.roles: JSON role -> pod count of an MPI release: {launcher: 1, worker: worker + mpi.spareWorkers}.
   {{- $roles := include "dl-common.mpi.roles" (dict "context" $) | fromJson -}}
 */}}
 {{- define "dl-common.mpi.roles" -}}
-{{- toJson (dict "launcher" 1 "worker" (int .context.Values.worker)) -}}
+{{- toJson (dict "launcher" 1 "worker" (add .context.Values.worker .context.Values.mpi.spareWorkers)) -}}
 {{- end -}}
 
 {{/*

@@ -9,6 +9,8 @@ naming the value path and the fix:
   the workers and on a launcher that runs ranks (AUDIT_WRITE is only needed by sshd builds with Linux audit
   support, e.g. RHEL's, so it is not required);
 - mpi.user.home not an absolute directory other than /;
+- hot spares (mpi.spareWorkers) with a launcher that does not run the chart's wrapper (imageEntrypoint,
+  mpi.replaceEntrypoint), which is what picks the workers of each run and writes their hostfile;
 - imageEntrypoint on the workers (they run the chart's sshd, through which every rank starts), or on a launcher
   that runs ranks (its sshd starts under the launcher wrapper);
 - a command (defaults.command, roles.launcher.command, roles.worker.command) or worker args
@@ -77,6 +79,13 @@ naming the value path and the fix:
 {{- end -}}
 {{- if and .launcher.imageEntrypoint (gt (int (include "dl-common.mpi.launcherRanks" (dict "settings" .launcher))) 0) -}}
 {{- $errors = append $errors (printf "%s is true, but the launcher runs ranks (%s > 0), and the sshd they start through runs under the chart's launcher wrapper, which the image's entrypoint replaces. Set %s to 0 (the workers run every rank), or %s false." (include "dl-common.values.path" (dict "role" "launcher" "key" "imageEntrypoint" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "gpu.count" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "imageEntrypoint" "context" $ctx))) -}}
+{{- end -}}
+{{- if gt (int $mpi.spareWorkers) 0 -}}
+{{- if $mpi.replaceEntrypoint -}}
+{{- $errors = append $errors (printf "mpi.spareWorkers is %d and mpi.replaceEntrypoint is true, but the spares need the chart's launcher wrapper: it picks the workers of each run and writes the hostfile the launch line reads. Set mpi.spareWorkers 0, or mpi.replaceEntrypoint false." (int $mpi.spareWorkers)) -}}
+{{- else if .launcher.imageEntrypoint -}}
+{{- $errors = append $errors (printf "mpi.spareWorkers is %d and %s is true, but the spares need the chart's launcher wrapper around the launch line: it picks the workers of each run (and runs it again with a spare) and writes the hostfile the launch line reads. Set mpi.spareWorkers 0, or %s false." (int $mpi.spareWorkers) (include "dl-common.values.path" (dict "role" "launcher" "key" "imageEntrypoint" "context" $ctx)) (include "dl-common.values.path" (dict "role" "launcher" "key" "imageEntrypoint" "context" $ctx))) -}}
+{{- end -}}
 {{- end -}}
 {{- $home := toString $mpi.user.home -}}
 {{- if (or (not (hasPrefix "/" $home)) (eq (trimSuffix "/" $home) "")) -}}{{- $errors = append $errors (printf "mpi.user.home is %q; it must be an absolute directory other than / (the emptyDir mounted there holds ~/.ssh), e.g. /home/mpi." $home) -}}{{- end -}}
