@@ -10,7 +10,7 @@ from typing import Any
 
 from bench import common
 from bench.operators.faults import FAULTS
-from bench.operators.jobs import JOBS, SYSTEMS
+from bench.operators.jobs import JOBS, OURS, SYSTEMS
 from bench.operators.report import report_faults, report_real
 from bench.operators.runs import fault_ours, run_operator, run_ours
 from bench.operators.scale import scale
@@ -40,10 +40,12 @@ def faults_main(args: argparse.Namespace) -> int:
                     lost: list[RealNode] = []
                     inject = fault.injector(handle, lost) if fault.injector else None
                     try:
-                        if system == "ours":
-                            row = fault_ours(handle.kubeconfig, job, registry, (*extra, *fault.ours_args), args.cap,
-                                             inject, spread=len(handle.real_nodes) > 1,
+                        if system in OURS:
+                            spare = job.spare_args if system == "ours-spare" else ()
+                            row = fault_ours(handle.kubeconfig, job, registry, (*extra, *fault.ours_args, *spare),
+                                             args.cap, inject, spread=len(handle.real_nodes) > 1,
                                              api_server=api_server)  # fmt: skip
+                            row["system"] = system
                         else:
                             row = run_operator(kube, job_name, job, system, registry, args.cap, extra, fault, inject)
                     finally:
@@ -68,7 +70,7 @@ def real_main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     with Kube.from_kubeconfig(handle.kubeconfig) as kube:
         for job_name in args.jobs.split(","):
             job = JOBS[job_name]
-            for system in (s for s in job.systems if s in systems):
+            for system in (s for s in job.systems if s in systems and s != "ours-spare"):
                 print(f"operators: {job_name} on {system} ...", flush=True)
                 if system == "ours":
                     row = run_ours(handle.kubeconfig, job, handle.images.registry, len(handle.real_nodes))

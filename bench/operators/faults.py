@@ -5,6 +5,7 @@ workers' image missing, every rank failing)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,9 +30,30 @@ def victim(pods: list[dict[str, Any]]) -> str | None:
 Inject = Callable[[Kube, str], dict[str, Any]]
 
 
+def training_victim(kube: Kube, namespace: str) -> str | None:
+    """:func:`victim`, but with hot spares (our ``ours-spare``: more worker pods than ranks, the rendezvous or the
+    MPI launcher choosing which train) the pod that runs rank 1: the one whose log says so (bench_ddp), or the
+    second host of the MPI launcher's last ``ranks on:`` line."""
+    pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
+    indexes = [(p["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index") for p in pods]
+    if "2" not in indexes:
+        return victim(pods)
+    running = [str(p["metadata"]["name"]) for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+    def log(name: str) -> str:
+        return str(kube.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log").doc or "")
+
+    for name in running:
+        if "-launcher-" in name and (ranks := re.findall(r"mpi-launcher: ranks on: \S+ (\S+)", log(name))):
+            host = ranks[-1].split(".")[0]
+            return next((n for n in running if n.startswith(f"{host}-")), None)
+    return next((n for n in running if "-worker-" in n and re.search(r"bench_ddp: rank 1/\d+ on ", log(n))),
+                victim(pods))  # fmt: skip
+
+
 def delete_worker(kube: Kube, namespace: str) -> dict[str, Any]:
-    """The fault ``worker-deleted``: delete :func:`victim` at once (grace period 0)."""
-    name = victim(kube.items(f"/api/v1/namespaces/{namespace}/pods"))
+    """The fault ``worker-deleted``: delete :func:`training_victim` at once (grace period 0)."""
+    name = training_victim(kube, namespace)
     if name:
         kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query={"gracePeriodSeconds": "0"})
     return {"victim": name}

@@ -14,7 +14,9 @@ import yaml
 from bench import common, real_runs
 from dlcharts.helm import find_helm
 
-SYSTEMS = ("ours", "training-operator", "trainer", "mpi-operator")
+SYSTEMS = ("ours", "ours-spare", "training-operator", "trainer", "mpi-operator")
+#: our chart with one hot spare worker (Job.spare_args): in the fault cases only
+OURS = ("ours", "ours-spare")
 #: the environment our charts set that an operator sets its own way (rendezvous, ranks, TF_CONFIG), or that only
 #: our wiring reads
 OUR_WIRING = re.compile(
@@ -34,6 +36,8 @@ class Job:
     chart: str
     workers: int
     systems: tuple[str, ...]
+    #: our chart's values for one hot spare worker (system ours-spare)
+    spare_args: tuple[str, ...] = ()
 
     @property
     def step(self) -> str:
@@ -45,9 +49,11 @@ class Job:
 
 
 JOBS: dict[str, Job] = {
-    "pytorch": Job("pytorch-dist", 2, ("ours", "training-operator", "trainer")),
+    "pytorch": Job(
+        "pytorch-dist", 2, ("ours", "ours-spare", "training-operator", "trainer"), ("--set", "spareWorkers=1")
+    ),
     "tensorflow": Job("tensorflow-dist", 4, ("ours", "training-operator")),
-    "horovod": Job("horovod-mpi", 2, ("ours", "mpi-operator")),
+    "horovod": Job("horovod-mpi", 2, ("ours", "ours-spare", "mpi-operator"), ("--set", "mpi.spareWorkers=1")),
 }
 #: the kind each system runs a job as
 KINDS = {

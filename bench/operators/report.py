@@ -37,16 +37,19 @@ def real_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
     ]  # fmt: skip
 
 
-def merged(block_id: str, new: list[list[Any]], key: int) -> list[list[Any]]:
+def merged(block_id: str, new: list[list[Any]], key: int, added: int = 0) -> list[list[Any]]:
     """The rows of table ``block_id`` in section 16 with ``new`` in place of those with the same first ``key``
-    cells (a rerun of some keeps the others; rows of an older layout, of another width, go), sorted by those cells,
-    the systems in the order of SYSTEMS."""
+    cells (a rerun of some keeps the others; rows of an older layout, of another width, go, but those that lack only
+    the last ``added`` columns, which get None: not measured then), sorted by those cells, the systems in the order
+    of SYSTEMS."""
     path = model.path_of(SECTION)
     old: list[list[Any]] = []
     if path.is_file():
         old = next((b["rows"] for b in model.load(path)["blocks"] if b.get("id") == block_id), [])
     width = len(new[0]) if new else None
-    rows = model.merge_rows([r for r in old if width is None or len(r) == width], new, key=key)
+    if width is not None:
+        old = [[*r, *[None] * (width - len(r))] for r in old if width - added <= len(r) <= width]
+    rows = model.merge_rows(old, new, key=key)
     order = {system: f"~{i}" for i, system in enumerate(SYSTEMS)}  # a system sorts by its place in SYSTEMS
     rows.sort(key=lambda r: [order.get(str(c).split(" ")[0], f"{c:>9}" if isinstance(c, int) else str(c))
                              for c in r[:key]])  # fmt: skip
@@ -123,6 +126,8 @@ FAULT_COLUMNS = [
     model.column("every pod ended after fault s", "{}"),
     model.column("pods created", "{}"),
     model.column("pods still running at the end", "{}"),
+    model.column("training again after fault s", "{}"),
+    model.column("resumed from step", "{}"),
 ]
 
 
@@ -130,14 +135,17 @@ def report_faults(runs: list[dict[str, Any]]) -> None:
     """The fault table of section 16 (rows of the same case, job and system replaced)."""
     rows = [[r["case"], f"{r['job']} ({JOBS[r['job']].workers} workers)", f"{r['system']} ({r['kind']})",
              r["verdict"], r["verdict_after_fault_s"], r["ended_after_fault_s"], r["pods_made"],
-             r["pods_left_running"]] for r in runs]  # fmt: skip
+             r["pods_left_running"], r.get("again_after_fault_s"), r.get("resumed_from")] for r in runs]  # fmt: skip
     caption = (
         "`python -m bench.operators faults` on 2 real nodes: worker-deleted and node-lost at the first training "
         "step (the pod of rank 1, or the MPIJob's worker-0, deleted with grace period 0, or its node lost); "
         "image-missing (the workers' image tag absent; ours with peerWait.timeoutSeconds=60) and launcher-failing "
-        "(every rank exits 3) from the create. Each system's defaults otherwise; times from the fault, a run "
-        "capped at `--cap` seconds."
+        "(every rank exits 3) from the create. Each system's defaults otherwise (ours-spare: ours with one hot spare "
+        "worker, `spareWorkers=1` / `mpi.spareWorkers=1`); times from the fault, a run capped at `--cap` seconds. "
+        "Training again: the first step logged after the fault by a container started after it (ours from the "
+        "streamed log, the operators' polled twice a second); resumed from: the checkpoint's step (0: none kept, "
+        "as in these runs)."
     )
-    model.update(SECTION, [model.table("faults", FAULT_COLUMNS, merged("faults", rows, key=3), caption=caption)],
-                 title=TITLE, by="`python -m bench.operators`")  # fmt: skip
+    table = model.table("faults", FAULT_COLUMNS, merged("faults", rows, key=3, added=2), caption=caption)
+    model.update(SECTION, [table], title=TITLE, by="`python -m bench.operators`")
     results.write()

@@ -63,11 +63,14 @@ def jobs_verdict(kube: Kube, namespace: str) -> datetime.datetime | None:
     for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs"):
         conditions = (job.get("status") or {}).get("conditions") or []
         ends = {c["type"]: parse_time(c["lastTransitionTime"]) for c in conditions
-                if c.get("status") == "True" and c["type"] in ("Complete", "Failed")}  # fmt: skip
+                if c.get("status") == "True" and c["type"] in ("SuccessCriteriaMet", "Complete", "Failed")}  # fmt: skip
         failed += [ends["Failed"]] if "Failed" in ends else []
         if job["metadata"].get("labels", {}).get("app.kubernetes.io/component") == START_WATCH:
             continue
-        complete += [ends["Complete"]] if "Complete" in ends else []
+        # a Job with a successPolicy (pytorch-dist's hot spares) succeeds when it is met; it completes once the pods
+        # it then ends are gone
+        success = ends.get("SuccessCriteriaMet") or ends.get("Complete")
+        complete += [success] if success else []
         running = running or not ends
     if failed:
         return min(failed)
