@@ -16,13 +16,15 @@ from dlcharts.install import Kube
 
 
 def victim(pods: list[dict[str, Any]]) -> str | None:
-    """A worker pod that is not rank 0: PyTorchJob's ``*-worker-0`` (rank 1), else the pod of completion index 1
-    (our Jobs, TrainJob's JobSet)."""
-    for pod in pods:
-        meta = pod["metadata"]
-        index = (meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
-        if meta["name"].endswith("-worker-0") or index == "1":
-            return str(meta["name"])
+    """A worker pod that is not rank 0: the pod of completion index 1 (our Jobs, TrainJob's JobSet); PyTorchJob's
+    ``*-worker-0`` (its Master is rank 0) and MPIJob's ``*-worker-0`` (its launcher runs no rank); TFJob's
+    ``*-worker-1`` (its worker 0 is the chief)."""
+    names = [str(p["metadata"]["name"]) for p in pods]
+    rank_0_elsewhere = any("-master-" in n or "-launcher" in n for n in names)
+    for pod, name in zip(pods, names, strict=True):
+        index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
+        if index == "1" or name.endswith("-worker-0" if rank_0_elsewhere else "-worker-1"):
+            return name
     return None
 
 
@@ -116,10 +118,11 @@ class Fault:
 #: each run must outlast a fault injected at its first step
 _LONG: dict[str, tuple[str, ...]] = {
     "pytorch": ("--set", "benchmark.steps=200"),
+    "tensorflow": ("--set", "benchmark.steps=300"),
     "horovod": ("--set", "benchmark.iterations=10"),  # about 70 s on this machine
 }
 FAULTS: dict[str, Fault] = {
-    "worker-deleted": Fault(("pytorch", "horovod"), _LONG, injector=lambda _handle, _lost: delete_worker),
+    "worker-deleted": Fault(("pytorch", "horovod", "tensorflow"), _LONG, injector=lambda _handle, _lost: delete_worker),
     "node-lost": Fault(("pytorch", "horovod"), _LONG, injector=node_loser),
     # our start watch ends a release whose pod has not started peerWait.timeoutSeconds after its Job (default 900
     # s): 60 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)

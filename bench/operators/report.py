@@ -138,7 +138,9 @@ def report_faults(runs: list[dict[str, Any]]) -> None:
              r["pods_left_running"], r.get("again_after_fault_s"), r.get("resumed_from")] for r in runs]  # fmt: skip
     caption = (
         "`python -m bench.operators faults` on 2 real nodes: worker-deleted and node-lost at the first training "
-        "step (the pod of rank 1, or the MPIJob's worker-0, deleted with grace period 0, or its node lost); "
+        "step (a worker pod other than rank 0's: our and TrainJob's completion index 1, PyTorchJob's and MPIJob's "
+        "worker-0, TFJob's worker-1; with ours-spare the pod that runs rank 1), deleted with grace period 0, or its "
+        "node lost; "
         "image-missing (the workers' image tag absent; ours with peerWait.timeoutSeconds=60) and launcher-failing "
         "(every rank exits 3) from the create. Each system's defaults otherwise (ours-spare: ours with one hot spare "
         "worker, `spareWorkers=1` / `mpi.spareWorkers=1`); times from the fault, a run capped at `--cap` seconds. "
