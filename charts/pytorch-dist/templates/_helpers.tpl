@@ -93,12 +93,13 @@ flags, or with the user's `script` (dl-common.script.program); torchrun reads it
 {{- if $b.amp }}{{ $args = append $args "--amp" }}{{ end -}}
 {{- $program := include "dl-common.script.program" (dict "command" (list "torchrun") "args" $args "context" .) | fromJson -}}
 {{- $_ := set $program "command" (concat (list "sh" "-c" (include "pytorch-dist.inPod" .)) $program.command) -}}
+{{- $roles := include "pytorch-dist.roles" . | fromJson -}}
 {{- toJson (dict
   "role" "worker"
-  "count" (add .Values.worker .Values.spareWorkers)
+  "count" $roles.worker
   "successPolicy" (include "pytorch-dist.successPolicy" . | fromJson)
   "settings" $s
-  "roles" (include "pytorch-dist.roles" . | fromJson)
+  "roles" $roles
   "env" (include "pytorch-dist.env" (dict "settings" $s "context" .) | fromYamlArray)
   "envDefaults" (ternary (list (dict "name" "PYTHONUNBUFFERED" "value" "1")) (list) (not (empty $s.imageEntrypoint)))
   "ports" (list (dict "name" "c10d" "port" (int .Values.port)))

@@ -41,7 +41,7 @@ openmpi "<host> slots=N", intel / mpich "<host>:N" (via dl-common.hostfile.lines
 {{- $ctx := .context -}}
 {{- $format := .format | default $ctx.Values.mpi.implementation -}}
 {{- $parts := list -}}
-{{- $groups := dict "launcher" .launcher "worker" .worker "context" $ctx "workers" (add $ctx.Values.worker $ctx.Values.mpi.spareWorkers) -}}
+{{- $groups := dict "launcher" .launcher "worker" .worker "context" $ctx "workers" (include "dl-common.mpi.roles" . | fromJson).worker -}}
 {{- range (include "dl-common.mpi.hostGroups" $groups | fromJsonArray) -}}
 {{- $hosts := include "dl-common.peers.hosts" (dict "role" .role "count" .count "context" $ctx) | fromJsonArray -}}
 {{- $parts = append $parts (include "dl-common.hostfile.lines" (dict "hosts" $hosts "format" $format "slots" .slots)) -}}
