@@ -476,8 +476,10 @@ a start that fails, naming the node and the pods there. With "recover" and DL_RE
 on without the lost ranks: all but elastic ones) it evicts the release's other training pods that ran before the
 loss, so that all train again together at once.
 It exits 0 once every Job has finished (without node loss handling: once every index has started), or after it
-failed the release; 1 when the API server keeps refusing it. It reaches the API server through the kubernetes
-Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
+failed the release; 1 when the API server keeps refusing it. While it guards a lost node it waits between two
+rounds on a watch of one unfinished Job, so that it ends within a second of the last Job's end, not up to
+DL_START_INTERVAL later (`dlcharts run` and the release's every-pod-ended wait for it). It reaches the API
+server through the kubernetes Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
 the grace period of a survivor's eviction: its ranks are stuck in a collective with a dead peer, and a process
 blocked in a socket call may not act on SIGTERM; a full grace period would only delay the restart
 Source: scripts/start_watch.py.
@@ -525,7 +527,7 @@ def say(text):
     print("start-watch: " + text, flush=True)
 
 
-def call(method, path, body=None):
+def request_of(method, path, body=None):
     with open(ACCOUNT + "/token") as f:  # read each time: the kubelet rotates it
         token = f.read().strip()
     data = None if body is None else json.dumps(body).encode()
@@ -534,8 +536,38 @@ def call(method, path, body=None):
     request.add_header("Accept", "application/json")
     if data is not None:
         request.add_header("Content-Type", "application/merge-patch+json" if method == "PATCH" else "application/json")
-    with urllib.request.urlopen(request, context=TLS, timeout=30) as response:
+    return request
+
+
+def call(method, path, body=None):
+    with urllib.request.urlopen(request_of(method, path, body), context=TLS, timeout=30) as response:
         return json.load(response)
+
+
+def until_finished(name, seconds):
+    """Wait up to ``seconds`` for Job ``name`` to finish, on a watch of it (the Role's watch on the release's Jobs
+    by name); True when it did. The watch's first event is the Job as it is now."""
+    query = urllib.parse.urlencode({"fieldSelector": "metadata.name=" + name, "watch": "1", "timeoutSeconds": seconds})
+    path = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs?{query}"
+    with urllib.request.urlopen(request_of("GET", path), context=TLS, timeout=seconds + 30) as stream:
+        for line in stream:
+            event = json.loads(line)
+            if event.get("type") in ("ADDED", "MODIFIED") and finished(event.get("object") or {}):
+                return True
+    return False
+
+
+def pause(jobs):
+    """Between two rounds: DL_START_INTERVAL seconds, cut short when the guard watches a Job to its end."""
+    began = time.monotonic()
+    unfinished = sorted(name for name, job in jobs.items() if not finished(job))
+    if NODE_LOSS and unfinished:
+        try:
+            if until_finished(unfinished[0], INTERVAL):
+                return
+        except (OSError, ValueError) as exc:  # the next round's reads report an API server that keeps refusing
+            say(f"the watch of Job {unfinished[0]} ended early: {exc}")
+    time.sleep(max(0.0, INTERVAL - (time.monotonic() - began)))
 
 
 def seconds(stamp):
@@ -759,9 +791,9 @@ def read(selector):
     return items
 
 
-def one_round(started):
-    """One look at the release; the exit status when the watch is done, else None."""
-    jobs = {name: call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}") for name in JOBS}
+def one_round(started, jobs):
+    """One look at the release, its Jobs read into ``jobs``; the exit status when the watch is done, else None."""
+    jobs.update((name, call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}")) for name in JOBS)
     for annotation, prefix in ((ANNOTATION, ""), (NODE_ANNOTATION, FAILED_PREFIX)):
         said = [(j["metadata"].get("annotations") or {}).get(annotation) or "" for j in jobs.values()]
         verdict = next((v for v in said if v and v.startswith(prefix)), None)
@@ -807,10 +839,10 @@ def main():
     if NODE_LOSS:
         then = "replaced on the nodes that work" if NODE_LOSS == "recover" else "they fail the release"
         say(f"pods on a lost node are deleted at once: {then}")
-    started, errors = set(), 0
+    started, errors, jobs = set(), 0, {}
     while True:
         try:
-            code = one_round(started)
+            code = one_round(started, jobs)
             if code is not None:
                 return code
             errors = 0
@@ -821,7 +853,7 @@ def main():
             if errors * INTERVAL >= max(120, 3 * INTERVAL):
                 say("ERROR: giving up; check the Role and RoleBinding of this pod's service account")
                 return 1
-        time.sleep(INTERVAL)
+        pause(jobs)
 
 
 sys.exit(main())

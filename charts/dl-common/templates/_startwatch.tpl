@@ -11,7 +11,8 @@ dl-common.startWatch.annotation of every unfinished Job of the release and sets 
 
 Objects: a ServiceAccount (no token of its own anywhere else: automountServiceAccountToken false on it, true only
 on the watch's pod, whose one container is the watch), a Role that may list pods in the namespace (a Role cannot
-narrow a list by label) and get and patch only the release's Jobs (resourceNames), its RoleBinding, and the Job.
+narrow a list by label) and get and patch only the release's Jobs (resourceNames; and watch them, to end with
+them, when it guards against a lost node), its RoleBinding, and the Job.
 The pod meets Pod Security "restricted" (runs as 65534, read-only root, no capabilities), uses
 .Values.startWatch.image (Python 3, standard library only), .Values.startWatch.resources,
 .Values.startWatch.apiServer (when set, the API server's URL instead of the kubernetes Service), the defaults'
@@ -68,7 +69,7 @@ rules:
     resources: ["jobs"]
     resourceNames:
       {{- toYaml $jobs | nindent 6 }}
-    verbs: ["get", "patch"]
+    verbs: {{ if include "dl-common.startWatch.nodeLoss" $ctx }}["get", "watch", "patch"]{{ else }}["get", "patch"]{{ end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -96,6 +97,8 @@ class Api:
         self.pod_patches: list[tuple[str, dict[str, Any]]] = []
         self.evictions: list[tuple[str, dict[str, Any]]] = []
         self.resets: set[str] = set()
+        self.finish_on_watch: set[str] = set()  # the Jobs that a watch of them sees finish
+        self.watched: list[str] = []
 
     def urlopen(self, request: urllib.request.Request, context: Any = None, timeout: float = 0) -> io.BytesIO:
         assert request.full_url.startswith("https://10.96.0.1:443/")
@@ -134,6 +137,20 @@ class Api:
             self.pods = [p for p in self.pods if p["metadata"]["name"] != name]
             self.watch_pods = [p for p in self.watch_pods if p["metadata"]["name"] != name]
             return io.BytesIO(b"{}")
+        if "&watch=1&" in path:
+            query = urllib.parse.parse_qs(path.split("?", 1)[1])
+            assert path.startswith("/apis/batch/v1/namespaces/ns/jobs?") and query["timeoutSeconds"] == ["5"], path
+            name = query["fieldSelector"][0].removeprefix("metadata.name=")
+            self.watched.append(name)
+            if name not in self.finish_on_watch:
+                return io.BytesIO(b"")  # the watch timed out with no change
+            self.jobs[name]["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+            event = {"type": "MODIFIED", "object": self.jobs[name]}
+            return io.BytesIO(
+                (
+                    json.dumps({"type": "ADDED", "object": {"metadata": {"name": name}}}) + "\n" + json.dumps(event)
+                ).encode()
+            )
         if path.endswith("/pods?labelSelector=app.kubernetes.io/instance%3Dtrain"):
             return io.BytesIO(json.dumps({"items": self.pods}).encode())
         if path.endswith("/pods?labelSelector=batch.kubernetes.io/job-name%3Dtrain-start-watch"):
@@ -391,6 +408,25 @@ def test_a_guarding_watch_ends_once_every_job_has_finished(monkeypatch):
     assert code == 0 and "every Job of the release has finished; done" in out
 
 
+def test_a_guarding_watch_waits_on_a_watch_of_an_unfinished_job_and_ends_as_soon_as_the_last_one_finishes(
+    monkeypatch,
+):
+    api = Api(
+        [job("train-ps"), job("train-worker")], [running("train-ps", 0, "ps"), running("train-worker", 0, "worker")]
+    )
+    assert watch(monkeypatch, api, jobs="train-ps:1 train-worker:1", node_loss="recover", rounds=2)[0] is None
+    assert api.watched == ["train-ps", "train-ps"]  # nothing finished: each round's wait is a watch that timed out
+    api.finish_on_watch = {"train-ps", "train-worker"}
+    code, out = watch(monkeypatch, api, jobs="train-ps:1 train-worker:1", node_loss="recover", rounds=1)
+    assert code == 0 and "every Job of the release has finished; done" in out, out
+    assert api.watched[2:] == ["train-ps", "train-worker"]  # no sleep: each wait ended at its Job's end
+
+
+def test_without_node_loss_handling_the_watch_sleeps_between_rounds_and_watches_nothing(monkeypatch):
+    api = Api([job("train-worker", started_ago=10)], [pod("train-worker", 0, "worker", init=PEER_WAIT)])
+    assert watch(monkeypatch, api, jobs="train-worker:1")[0] is None and not api.watched
+
+
 def test_a_pod_that_replaces_a_lost_one_is_not_timed_by_a_new_watch(monkeypatch):
     replacement = pod("train-worker", 1, "worker", main={"state": {"waiting": {"reason": "ImagePullBackOff"}}})
     replacement["metadata"]["annotations"]["batch.kubernetes.io/job-index-ignored-failure-count"] = "1"
@@ -434,7 +470,7 @@ def test_every_chart_renders_its_start_watch_with_the_only_token_of_the_release(
     assert role.body["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": training, "verbs": ["get", "patch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": training, "verbs": ["get", "watch", "patch"]},
     ]
     (binding,) = rendered.of_kind("RoleBinding")
     assert binding.body["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.name}
