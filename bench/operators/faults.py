@@ -16,14 +16,14 @@ from dlcharts.install import Kube
 
 
 def victim(pods: list[dict[str, Any]]) -> str | None:
-    """A worker pod that is not rank 0: the pod of completion index 1 (our Jobs, TrainJob's JobSet); PyTorchJob's
-    ``*-worker-0`` (its Master is rank 0) and MPIJob's ``*-worker-0`` (its launcher runs no rank); TFJob's
-    ``*-worker-1`` (its worker 0 is the chief)."""
+    """A worker pod that is not rank 0: the worker pod of completion index 1 (our Jobs, TrainJob's JobSet; not an
+    MXNet server's); PyTorchJob's ``*-worker-0`` (its Master is rank 0) and MPIJob's ``*-worker-0`` (its launcher
+    runs no rank); TFJob's ``*-worker-1`` (its worker 0 is the chief)."""
     names = [str(p["metadata"]["name"]) for p in pods]
     rank_0_elsewhere = any("-master-" in n or "-launcher" in n for n in names)
     for pod, name in zip(pods, names, strict=True):
         index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
-        if index == "1" or name.endswith("-worker-0" if rank_0_elsewhere else "-worker-1"):
+        if (index == "1" and "-worker-" in name) or name.endswith("-worker-0" if rank_0_elsewhere else "-worker-1"):
             return name
     return None
 
@@ -120,10 +120,14 @@ _LONG: dict[str, tuple[str, ...]] = {
     "pytorch": ("--set", "benchmark.steps=200"),
     "tensorflow": ("--set", "benchmark.steps=300"),
     "horovod": ("--set", "benchmark.iterations=10"),  # about 70 s on this machine
+    "mxnet": ("--set", "benchmark.steps=100"),
+    "jax": ("--set", "benchmark.steps=300"),
+    "deepspeed": ("--set", "benchmark.steps=60"),
 }
+_EVERY = ("pytorch", "horovod", "tensorflow", "mxnet", "jax", "deepspeed")
 FAULTS: dict[str, Fault] = {
-    "worker-deleted": Fault(("pytorch", "horovod", "tensorflow"), _LONG, injector=lambda _handle, _lost: delete_worker),
-    "node-lost": Fault(("pytorch", "horovod"), _LONG, injector=node_loser),
+    "worker-deleted": Fault(_EVERY, _LONG, injector=lambda _handle, _lost: delete_worker),
+    "node-lost": Fault(_EVERY, _LONG, injector=node_loser),
     # our start watch ends a release whose pod has not started peerWait.timeoutSeconds after its Job (default 900
     # s): 60 s here; the operators have no such bound (a job waits until activeDeadlineSeconds, none by default)
     "image-missing": Fault(("pytorch", "horovod"), {}, breaks=break_worker_image,

@@ -38,6 +38,8 @@ class Job:
     systems: tuple[str, ...]
     #: our chart's values for one hot spare worker (system ours-spare)
     spare_args: tuple[str, ...] = ()
+    #: our chart's values for its other roles
+    role_args: tuple[str, ...] = ()
 
     @property
     def step(self) -> str:
@@ -45,7 +47,7 @@ class Job:
 
     @property
     def helm_args(self) -> tuple[str, ...]:
-        return ("--set", f"worker={self.workers}")
+        return ("--set", f"worker={self.workers}", *self.role_args)
 
 
 JOBS: dict[str, Job] = {
@@ -54,6 +56,11 @@ JOBS: dict[str, Job] = {
     ),
     "tensorflow": Job("tensorflow-dist", 4, ("ours", "training-operator")),
     "horovod": Job("horovod-mpi", 2, ("ours", "ours-spare", "mpi-operator"), ("--set", "mpi.spareWorkers=1")),
+    # no operator runs these any more (Kubeflow's MXJob is gone, Trainer v2 has no JAX or DeepSpeed runtime here):
+    # ours alone, in the fault cases
+    "mxnet": Job("mxnet-dist", 2, ("ours",), role_args=("--set", "server=2")),
+    "jax": Job("jax-dist", 2, ("ours",)),
+    "deepspeed": Job("deepspeed-dist", 2, ("ours",)),
 }
 #: the kind each system runs a job as
 KINDS = {
