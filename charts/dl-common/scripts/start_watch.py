@@ -20,7 +20,10 @@
 #: the annotation DL_NODE_ANNOTATION of the release's unfinished Jobs; with "fail" it also fails the release as for
 #: a start that fails, naming the node and the pods there. With "recover" and DL_RESTART_ALL 1 (a job that cannot go
 #: on without the lost ranks: all but elastic ones) it evicts the release's other training pods that ran before the
-#: loss, so that all train again together at once.
+#: loss, so that all train again together at once. With "recover" and DL_RESTART_ON_FAILURE 1 (a framework whose
+#: running job cannot take a replacement pod: MXNet's ps-lite, where the others would wait for the lost pod
+#: forever), once the training Jobs' failed count rises (a pod deleted, or one that failed), it evicts the release's
+#: training pods made before its previous round, so that all start again together with the replacement.
 #: It exits 0 once every Job has finished (without node loss handling: once every index has started), or after it
 #: failed the release; 1 when the API server keeps refusing it. While it guards a lost node it waits between two
 #: rounds on a watch of one unfinished Job, so that it ends within a second of the last Job's end, not up to
@@ -51,6 +54,7 @@ NODE_ANNOTATION = ENV.get("DL_NODE_ANNOTATION", "dl-charts.io/node-loss")
 WATCH_JOB = ENV.get("DL_WATCH_JOB", "")
 LOST_MARGIN = int(ENV.get("DL_LOST_MARGIN", "15"))
 RESTART_ALL = ENV.get("DL_RESTART_ALL") == "1"
+RESTART_ON_FAILURE = ENV.get("DL_RESTART_ON_FAILURE") == "1"
 #: the grace period of a survivor's eviction: its ranks are stuck in a collective with a dead peer, and a process
 #: blocked in a socket call may not act on SIGTERM; a full grace period would only delay the restart
 EVICT_GRACE = 5
@@ -299,15 +303,21 @@ def end_lost(jobs, items, now):
 def restart_the_rest(items, gone):
     """Evict the release's other training pods that ran before the node was lost: a synchronous job cannot go on
     without the lost ranks, and its survivors would wait on them (a dead peer's connection can hold a rank up to
-    15 minutes of TCP retries) instead of starting again with their replacements at once. An eviction is a
-    disruption, so their Jobs replace them without counting a retry. The names of the pods evicted."""
+    15 minutes of TCP retries) instead of starting again with their replacements at once. The names of the pods
+    evicted."""
     since = min(condition(p, "DisruptionTarget").get("lastTransitionTime") or STAMP_MAX for p in gone)
+    return evict_older(items, since, gone, "to train again with the replacements of the lost ones")
+
+
+def evict_older(items, since, spared, why):
+    """Evict the release's live training pods made before ``since`` (a timestamp) but ``spared``. An eviction is a
+    disruption, so their Jobs replace them without counting a retry. The names of the pods evicted."""
     evicted = []
     for pod in items:
         meta = pod["metadata"]
         job = (meta.get("labels") or {}).get("batch.kubernetes.io/job-name")
         live = pod["status"].get("phase") in ("Pending", "Running") and not meta.get("deletionTimestamp")
-        if job not in JOBS or not live or pod in gone or meta["creationTimestamp"] >= since:
+        if job not in JOBS or not live or pod in spared or meta["creationTimestamp"] >= since:
             continue
         options = {"gracePeriodSeconds": EVICT_GRACE}
         body = {
@@ -321,9 +331,25 @@ def restart_the_rest(items, gone):
         except urllib.error.HTTPError as exc:
             if exc.code != 404:  # already gone
                 raise
-        say(f"evicted pod {meta['name']} to train again with the replacements of the lost ones")
+        say(f"evicted pod {meta['name']} {why}")
         evicted.append(meta["name"])
     return evicted
+
+
+def restart_after_failure(jobs, items, now, memory):
+    """DL_RESTART_ON_FAILURE: when the training Jobs' failed count rose since the previous round (``memory`` keeps
+    it and that round's time; the first round only counts), evict the training pods made before that round: they
+    trained with the pod that failed, and cannot go on without it."""
+    count = sum(int((job.get("status") or {}).get("failed") or 0) for job in jobs.values())
+    before, since = memory.get("failed"), memory.get("at")
+    memory.update(failed=count, at=now)
+    if before is None or count <= before:
+        return
+    stamp = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    say(f"a training pod failed or was deleted ({count - before} more failure(s) in the release's Jobs)")
+    evicted = evict_older(items, stamp, (), "to start again with the failed pod's replacement")
+    if not evicted:
+        say("no pod of the release made before it is left to evict")
 
 
 def read(selector):
@@ -334,8 +360,9 @@ def read(selector):
     return items
 
 
-def one_round(started, jobs):
-    """One look at the release, its Jobs read into ``jobs``; the exit status when the watch is done, else None."""
+def one_round(started, jobs, memory):
+    """One look at the release, its Jobs read into ``jobs``; the exit status when the watch is done, else None.
+    ``memory``: what a round leaves for the next (restart_after_failure)."""
     jobs.update((name, call("GET", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}")) for name in JOBS)
     for annotation, prefix in ((ANNOTATION, ""), (NODE_ANNOTATION, FAILED_PREFIX)):
         said = [(j["metadata"].get("annotations") or {}).get(annotation) or "" for j in jobs.values()]
@@ -348,6 +375,8 @@ def one_round(started, jobs):
         own = read("batch.kubernetes.io/job-name=" + WATCH_JOB) if WATCH_JOB else []
         if end_lost(jobs, items + own, time.time()):
             return 0
+        if RESTART_ON_FAILURE and NODE_LOSS == "recover":
+            restart_after_failure(jobs, items, time.time(), memory)
     pods = {}
     for pod in items:
         job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
@@ -382,10 +411,10 @@ def main():
     if NODE_LOSS:
         then = "replaced on the nodes that work" if NODE_LOSS == "recover" else "they fail the release"
         say(f"pods on a lost node are deleted at once: {then}")
-    started, errors, jobs = set(), 0, {}
+    started, errors, jobs, memory = set(), 0, {}, {}
     while True:
         try:
-            code = one_round(started, jobs)
+            code = one_round(started, jobs, memory)
             if code is not None:
                 return code
             errors = 0

@@ -23,7 +23,10 @@ leave it out; find it with -l app.kubernetes.io/component=start-watch,app.kubern
 Pods without a node count only when .Values.gang.scheduler is none and "unbound" is not false (the chart passes
 false for an elastic minimum): a pod that waits for its gang, or beyond the minimum, holds nothing. Elastic runs
 ("unbound" false) also keep their survivors when a node is lost (startWatch.nodeLoss recover); the others restart
-with the replacements of the lost pods.
+with the replacements of the lost pods. "restartOnFailure" true (a framework whose running job cannot take a
+replacement pod, such as MXNet's ps-lite, whose other pods would wait for the lost one forever): with nodeLoss
+recover, once a training pod has failed or been deleted (its Job's failed count rose), the watch evicts the
+release's other training pods too, so that all start again together.
   {{ include "dl-common.startWatch" (dict "roles" $roles "unbound" true "context" $) }}
 */}}
 {{- define "dl-common.startWatch" -}}
@@ -39,7 +42,7 @@ with the replacements of the lost pods.
 {{- end -}}
 {{- $unbound := and (eq (($ctx.Values.gang | default dict).scheduler | default "none") "none") (ne (toString .unbound) "false") -}}
 {{- $elastic := eq (toString .unbound) "false" -}}
-{{- $template := include "dl-common.startWatch.pod" (dict "name" $name "unbound" $unbound "elastic" $elastic "roles" .roles "context" $ctx) -}}
+{{- $template := include "dl-common.startWatch.pod" (dict "name" $name "unbound" $unbound "elastic" $elastic "roles" .roles "restartOnFailure" .restartOnFailure "context" $ctx) -}}
 {{- $digest := sha256sum $template | trunc 16 -}}
 {{- include "dl-common.job.refuseImmutableChange" (dict "name" $name "digest" $digest "context" $ctx) -}}
 apiVersion: v1
@@ -171,6 +174,10 @@ spec:
           value: {{ $.name | quote }}
         - name: DL_RESTART_ALL
           value: {{ ternary "0" "1" $.elastic | quote }}
+        {{- if $.restartOnFailure }}
+        - name: DL_RESTART_ON_FAILURE
+          value: "1"
+        {{- end }}
         {{- end }}
         {{- with $sw.apiServer }}
         - name: DL_START_API

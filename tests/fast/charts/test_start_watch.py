@@ -4,6 +4,7 @@ ending a real release is tests/cluster/training/test_start_watch.py."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -98,6 +99,8 @@ class Api:
         self.evictions: list[tuple[str, dict[str, Any]]] = []
         self.resets: set[str] = set()
         self.finish_on_watch: set[str] = set()  # the Jobs that a watch of them sees finish
+        self.fail_from_get: dict[str, int] = {}  # a Job's status.failed is 1 from its n-th GET on
+        self.gets: dict[str, int] = {}
         self.watched: list[str] = []
 
     def urlopen(self, request: urllib.request.Request, context: Any = None, timeout: float = 0) -> io.BytesIO:
@@ -155,7 +158,11 @@ class Api:
             return io.BytesIO(json.dumps({"items": self.pods}).encode())
         if path.endswith("/pods?labelSelector=batch.kubernetes.io/job-name%3Dtrain-start-watch"):
             return io.BytesIO(json.dumps({"items": self.watch_pods}).encode())
-        return io.BytesIO(json.dumps(self.jobs[path.rsplit("/", 1)[1]]).encode())
+        name = path.rsplit("/", 1)[1]
+        self.gets[name] = self.gets.get(name, 0) + 1
+        if self.gets[name] >= self.fail_from_get.get(name, 1 << 30):
+            self.jobs[name]["status"]["failed"] = 1
+        return io.BytesIO(json.dumps(self.jobs[name]).encode())
 
 
 class Stop(Exception):
@@ -164,7 +171,8 @@ class Stop(Exception):
 
 def watch(monkeypatch: pytest.MonkeyPatch, api: Api, *, rounds: int = 3, unbound: bool = True,
           jobs: str = "train-chief:1 train-ps:1 train-worker:2",
-          node_loss: str = "", restart_all: bool = True) -> tuple[int | None, str]:  # fmt: skip
+          node_loss: str = "", restart_all: bool = True, restart_on_failure: bool = False,
+          ) -> tuple[int | None, str]:  # fmt: skip
     """Run the script for at most ``rounds`` rounds; (its exit status, or None when still watching; its output).
     ``node_loss``: the chart's startWatch.nodeLoss (recover, fail), or "" for ignore."""
     env = {"DL_NAMESPACE": "ns", "DL_RELEASE": "train", "DL_START_TIMEOUT": "60", "DL_START_INTERVAL": "5",
@@ -176,6 +184,10 @@ def watch(monkeypatch: pytest.MonkeyPatch, api: Api, *, rounds: int = 3, unbound
     else:
         for key in ("DL_NODE_LOSS", "DL_NODE_ANNOTATION", "DL_WATCH_JOB", "DL_RESTART_ALL"):
             monkeypatch.delenv(key, raising=False)
+    if restart_on_failure:
+        env["DL_RESTART_ON_FAILURE"] = "1"
+    else:
+        monkeypatch.delenv("DL_RESTART_ON_FAILURE", raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(ssl, "create_default_context", lambda cafile=None: object())
@@ -358,6 +370,32 @@ def test_only_pods_that_ran_before_the_loss_are_evicted_and_none_in_an_elastic_r
     assert "evicted" not in elastic.patches[0][1]["metadata"]["annotations"][NODE_LOSS]
 
 
+def test_with_restart_on_failure_a_failed_pod_gets_every_older_training_pod_evicted_once(monkeypatch):
+    replacement = running("train-worker", 1, "worker")
+    replacement["metadata"]["creationTimestamp"] = stamp(-1)  # made after the round that counted no failure
+    done = running("train-scheduler", 0, "scheduler")
+    done["status"]["phase"] = "Succeeded"
+    pods = [running("train-server", 0, "server"), running("train-worker", 0, "worker"), replacement, done]
+    jobs = "train-scheduler:1 train-server:1 train-worker:2"
+
+    def api() -> Api:
+        return Api([job("train-scheduler"), job("train-server"), job("train-worker")], copy.deepcopy(pods))
+
+    failing = api()
+    failing.fail_from_get = {"train-worker": 2}  # the first round counts none, the second one
+    assert watch(monkeypatch, failing, jobs=jobs, node_loss="recover", restart_on_failure=True)[0] is None
+    assert [name for name, _ in failing.evictions] == ["train-server-0-s0", "train-worker-0-s0"]  # once
+    for off in ({"restart_on_failure": False}, {"node_loss": "fail", "restart_on_failure": True}):
+        quiet = api()
+        quiet.fail_from_get = {"train-worker": 2}
+        watch(monkeypatch, quiet, jobs=jobs, **({"node_loss": "recover"} | off))  # type: ignore[arg-type]
+        assert quiet.evictions == [], off
+    already = api()  # a watch that starts after the failure (its pod replaced) counts it as the first round's
+    already.fail_from_get = {"train-worker": 1}
+    watch(monkeypatch, already, jobs=jobs, node_loss="recover", restart_on_failure=True)
+    assert already.evictions == []
+
+
 def test_a_pod_whose_deletion_no_kubelet_confirms_is_deleted_once_overdue_and_no_sooner(monkeypatch):
     overdue = on_lost_node(running("train-worker", 0, "worker"), due_in=-16, marked=False, evicted=False)
     on_time = on_lost_node(running("train-worker", 1, "worker"), due_in=-10, marked=False, evicted=False)
@@ -526,6 +564,8 @@ def test_every_pod_of_a_guarded_release_leaves_a_lost_node_after_node_loss_secon
                   values={"defaults": {"tolerations": [own]}})  # fmt: skip
     for spec in (pod for obj in kept.of_kind("Job") for pod in pod_specs(obj)):  # the pod's own toleration is kept
         assert spec.spec["tolerations"] == [own, {**LOST_NODE_TOLERATIONS[0], "tolerationSeconds": 45}]
+    # only MXNet's ps-lite cannot take a replacement pod into its running job: the others rerun in place or abort
+    assert watch_env(rendered).get("DL_RESTART_ON_FAILURE") == ("1" if chart == "mxnet-dist" else None)
     failing = render(CHARTS / chart, set=["worker=2", "startWatch.nodeLoss=fail"], release="train")
     assert watch_env(failing)["DL_NODE_LOSS"] == "fail"
     ignored = render(CHARTS / chart, set=["worker=2", "startWatch.nodeLoss=ignore"], release="train")
