@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from bench import common
-from bench.operators.faults import FAULTS
+from bench.operators.faults import FAULTS, checkpoint_args
 from bench.operators.jobs import JOBS, OURS, SYSTEMS
 from bench.operators.report import report_faults, report_real
 from bench.operators.runs import fault_ours, run_operator, run_ours
@@ -35,6 +35,8 @@ def faults_main(args: argparse.Namespace) -> int:
             fault = FAULTS[case]
             for job_name in (j for j in fault.jobs if j in args.jobs.split(",")):
                 job, extra = JOBS[job_name], fault.helm_args.get(job_name, ())
+                checkpoint = args.checkpoint and bool(checkpoint_args(job_name))
+                extra += checkpoint_args(job_name) if checkpoint else ()
                 for system in (s for s in job.systems if s in systems):
                     print(f"operators: {case}, {job_name} on {system} ...", flush=True)
                     lost: list[RealNode] = []
@@ -44,14 +46,15 @@ def faults_main(args: argparse.Namespace) -> int:
                             spare = job.spare_args if system == "ours-spare" else ()
                             row = fault_ours(handle.kubeconfig, job, registry, (*extra, *fault.ours_args, *spare),
                                              args.cap, inject, spread=len(handle.real_nodes) > 1,
-                                             api_server=api_server)  # fmt: skip
+                                             api_server=api_server, checkpoint=checkpoint)  # fmt: skip
                             row["system"] = system
                         else:
-                            row = run_operator(kube, job_name, job, system, registry, args.cap, extra, fault, inject)
+                            row = run_operator(kube, job_name, job, system, registry, args.cap, extra, fault, inject,
+                                               checkpoint)  # fmt: skip
                     finally:
                         for node in lost:
                             faults.restore(node, handle.kubeconfig, 300)
-                    row.update(case=case, job=job_name, workers=job.workers)
+                    row.update(case=f"{case} (checkpoint)" if checkpoint else case, job=job_name, workers=job.workers)
                     print(json.dumps(row), flush=True)
                     runs.append(row)
                     report_faults([row])  # each run as it ends: a long series stopped halfway keeps what it measured
@@ -112,6 +115,9 @@ def parser_of(prog: str | None = None) -> argparse.ArgumentParser:
     fault.add_argument("--systems", default=",".join(SYSTEMS), help="of: " + ", ".join(SYSTEMS))
     fault.add_argument("--cluster-name", default="ops")
     fault.add_argument("--cap", type=float, default=600.0)
+    fault.add_argument("--checkpoint", action="store_true", help="every system's job saves checkpoints to a volume "
+                       "and resumes from it (the jobs whose benchmark keeps them: pytorch, horovod, tensorflow, "
+                       "deepspeed); the rows' case says so")  # fmt: skip
     return parser
 
 

@@ -125,6 +125,18 @@ _LONG: dict[str, tuple[str, ...]] = {
     "deepspeed": ("--set", "benchmark.steps=60"),
 }
 _EVERY = ("pytorch", "horovod", "tensorflow", "mxnet", "jax", "deepspeed")
+#: with --checkpoint: the claim every system's job mounts (the chart's checkpoint volume, kept in the operators' jobs
+#: made from its render), and how often each benchmark saves (horovod: every iteration of 10 batches); mxnet and
+#: jax's benchmarks keep none
+CHECKPOINT_ARGS = ("--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt")
+CHECKPOINT_EVERY = {"pytorch": 20, "horovod": 10, "tensorflow": 20, "deepspeed": 10}
+
+
+def checkpoint_args(job_name: str) -> tuple[str, ...]:
+    every = CHECKPOINT_EVERY.get(job_name)
+    return (*CHECKPOINT_ARGS, "--set", f"checkpoint.everySteps={every}") if every else ()
+
+
 FAULTS: dict[str, Fault] = {
     "worker-deleted": Fault(_EVERY, _LONG, injector=lambda _handle, _lost: delete_worker),
     "node-lost": Fault(_EVERY, _LONG, injector=node_loser),

@@ -18,9 +18,10 @@ SYSTEMS = ("ours", "ours-spare", "training-operator", "trainer", "mpi-operator")
 #: our chart with one hot spare worker (Job.spare_args): in the fault cases only
 OURS = ("ours", "ours-spare")
 #: the environment our charts set that an operator sets its own way (rendezvous, ranks, TF_CONFIG), or that only
-#: our wiring reads
+#: our wiring reads; the checkpoint's DL_CHECKPOINT_* stay (the program's own contract: faults --checkpoint)
 OUR_WIRING = re.compile(
-    r"^(DL_(?!COLLECTIVE_TIMEOUT)|PET_|MASTER_|TF_CONFIG|O?MPI_|HOROVOD_|WORLD_SIZE|RANK|TORCH_DISABLE_SHARE_RDZV)"
+    r"^(DL_(?!COLLECTIVE_TIMEOUT|CHECKPOINT_)|PET_|MASTER_|TF_CONFIG|O?MPI_|HOROVOD_|WORLD_SIZE|RANK|"
+    r"TORCH_DISABLE_SHARE_RDZV)"
 )
 #: our charts' volumes that carry our own wiring (the peers' host names; the MPI charts' hostfile, SSH setup and
 #: passwd entry)

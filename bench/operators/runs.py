@@ -4,12 +4,14 @@ chart as ``dlcharts run`` installs it; with a fault (bench.operators.faults), th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
 import re
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.jobs import run
+from tests.support.cluster import delete_volume, shared_folder_claim
 
 
 def create_job(kube: Kube, path: str, namespace: str, docs: list[dict[str, Any]], resource: dict[str, Any],
@@ -60,6 +63,31 @@ class Watch:
     uids: set[str] = dataclasses.field(default_factory=set)
 
 
+@contextlib.contextmanager
+def checkpoint_volume(kube: Kube, namespace: str, wanted: bool) -> Iterator[None]:
+    """With ``wanted``: the claim ``ckpt`` in ``namespace`` (:data:`CHECKPOINT_ARGS`) of a folder every real node
+    sees, for the job's checkpoints; its PersistentVolume deleted after the block."""
+    if not wanted:
+        yield
+        return
+    folder = common.WORK / "operators" / "checkpoints" / namespace
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    volume = shared_folder_claim(kube, namespace, "ckpt", folder)
+    try:
+        yield
+    finally:
+        delete_volume(kube, volume)
+
+
+def resumed_from(kube: Kube, namespace: str, pods: list[Any]) -> int | None:
+    """The step (or iteration) a benchmark of these pods logged that it resumed from, if one did."""
+    for pod in pods:
+        log = kube.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log").doc
+        if isinstance(log, str) and (found := re.findall(RESUMED, log)):
+            return int(found[-1])
+    return None
+
+
 def first_step_logged(kube: Kube, namespace: str, pods: list[Any], step: str) -> bool:
     """Whether a pod whose main container has started logged the first training step (``step``)."""
     for pod in pods:
@@ -86,6 +114,8 @@ def watch(kube: Kube, namespace: str, path: str, step: str, cap: float, seen: Wa
             newer = [p for p in seen.pods if (t := main_started(p)) and parse_time(t) > faulted["at_wall"]]
             if first_step_logged(kube, namespace, newer, step):
                 faulted["again_after_fault_s"] = round(time.monotonic() - faulted["at"], 1)
+                if (step_resumed := resumed_from(kube, namespace, newer)) is not None:
+                    faulted["resumed_from"] = step_resumed
                 del faulted["at_wall"]
         if seen.verdict is None:
             seen.verdict = condition_verdict(kube.get(path))
@@ -117,7 +147,7 @@ def fault_outcome(seen: Watch, events: list[dict[str, Any]]) -> dict[str, Any]:
     at = seen.faulted.pop("at")
     seen.faulted.pop("at_wall", None)  # it never trained again
     if "again_after_fault_s" in seen.faulted:
-        seen.faulted.setdefault("resumed_from", 0)  # the operators' jobs get no checkpoint directory
+        seen.faulted.setdefault("resumed_from", 0)  # none logged: no checkpoint (faults without --checkpoint)
     verdict_at, ended_at = seen.verdict_at, seen.ended_at
     return {**seen.faulted, "verdict_after_fault_s": round(verdict_at - at, 1) if verdict_at else None,
             "ended_after_fault_s": round(ended_at - at, 1) if ended_at else None,
@@ -128,10 +158,11 @@ def fault_outcome(seen: Watch, events: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_operator(
     kube: Kube, job_name: str, job: Job, system: str, registry: str, cap: float, extra: tuple[str, ...] = (),
-    fault: Fault | None = None, inject: Inject | None = None,
+    fault: Fault | None = None, inject: Inject | None = None, checkpoint: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """One job on ``system``; with ``fault``, the times that follow are from the fault: ``inject`` at its first
-    training step, or the create for a fault made into the job (``Fault.breaks``)."""
+    training step, or the create for a fault made into the job (``Fault.breaks``); ``checkpoint``: the claim that
+    ``extra``'s checkpoint volume names."""
     namespace = f"bench-{system}-{job.chart}-{uuid.uuid4().hex[:6]}"
     run.push_images(job.chart, registry, lambda _line: None)
     docs = render(job.chart, run.cpu_values(job.chart, registry), (*job.helm_args, *extra), namespace)
@@ -143,10 +174,11 @@ def run_operator(
     before = common.load()
     # no Pod Security level: the operators' own containers (the PyTorchJob workers' init container) meet none
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    started, started_at = time.monotonic(), datetime.datetime.now(datetime.UTC)
-    create_job(kube, api.path(namespace), namespace, docs, resource, resource["kind"])
-    seen = Watch(started, None if fault is None or inject else {"at": started})
-    watch(kube, namespace, api.path(namespace, name), job.step, cap, seen, inject)
+    with checkpoint_volume(kube, namespace, checkpoint):
+        started, started_at = time.monotonic(), datetime.datetime.now(datetime.UTC)
+        create_job(kube, api.path(namespace), namespace, docs, resource, resource["kind"])
+        seen = Watch(started, None if fault is None or inject else {"at": started})
+        watch(kube, namespace, api.path(namespace, name), job.step, cap, seen, inject)
     all_started, after_verdict = pod_times(seen, started_at)
     left = left_objects(kube, namespace)
     events = kube.items(f"/api/v1/namespaces/{namespace}/events")
@@ -171,6 +203,10 @@ def run_operator(
     }
 
 
+#: a benchmark's line on resuming from its checkpoint: by step (bench_ddp, bench_tf, ds-bench) or iteration (horovod)
+RESUMED = r"resumed from (?:step|iteration) (\d+)"
+
+
 def restarted(injected: str, line: str) -> bool:
     """Whether ``line``, a training-step line after the fault's, is the job training again: a step (or warm-up) count
     no later than the one the fault was injected at (a retry counts from its checkpoint or from the start)."""
@@ -180,10 +216,11 @@ def restarted(injected: str, line: str) -> bool:
 
 def fault_ours(
     kubeconfig: Path, job: Job, registry: str, extra: tuple[str, ...], cap: float, inject: Inject | None,
-    spread: bool = False, api_server: str | None = None,
+    spread: bool = False, api_server: str | None = None, checkpoint: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Our chart with a fault (bench.node_faults' way: ``dlcharts run``'s job, the step from its log): ``inject`` at
-    the first training step, or, without it, a fault that ``extra`` made into the release, timed from the install."""
+    the first training step, or, without it, a fault that ``extra`` made into the release, timed from the install;
+    ``checkpoint``: the claim that ``extra``'s checkpoint volume names."""
     import threading
 
     from dlcharts.install import Release
@@ -212,7 +249,7 @@ def fault_ours(
             and ("resumed_from" in found or restarted(found["injected_line"], line))
         ):
             found["again_after_fault_s"] = round(time.monotonic() - found["at"], 1)
-        resumed = re.search(r"resumed from (?:step|iteration) (\d+)", line)
+        resumed = re.search(RESUMED, line)
         if resumed and "at" in found:
             found["resumed_from"] = int(resumed.group(1))
 
@@ -223,12 +260,13 @@ def fault_ours(
         values = run.cpu_values(job.chart, registry, spread=spread, api_server=api_server)
         if inject is None:
             found.update(at=time.monotonic(), at_wall=time.time())
-        result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
-        while True:  # until every pod has ended (a failed launcher's workers stop through their watchdog), or the cap
-            left_running = sum(pod_running(p) for p in kube.items(f"/api/v1/namespaces/{namespace}/pods"))
-            if not left_running or time.monotonic() - found.get("at", started) > cap:
-                break
-            time.sleep(1.0)
+        with checkpoint_volume(kube, namespace, checkpoint):
+            result = run.run_job(kube, release, path, values, (*job.helm_args, *extra), timeout=cap, write=write)
+            while True:  # until every pod has ended (a failed launcher's workers stop through their watchdog), or cap
+                left_running = sum(pod_running(p) for p in kube.items(f"/api/v1/namespaces/{namespace}/pods"))
+                if not left_running or time.monotonic() - found.get("at", started) > cap:
+                    break
+                time.sleep(1.0)
         ended = time.monotonic()
         verdict_at = jobs_verdict(kube, namespace)  # after the pods: the start watch's Jobs fail a moment after it
         events = kube.items(f"/api/v1/namespaces/{namespace}/events")
