@@ -4,12 +4,13 @@ after another on one cluster (``scale``: bench.operators.scale)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
 
 from bench import common
-from bench.operators.faults import FAULTS, checkpoint_args
+from bench.operators.faults import CHECKPOINT_FAULT_AT, FAULTS, checkpoint_args
 from bench.operators.jobs import JOBS, OURS, SYSTEMS
 from bench.operators.report import report_faults, report_real
 from bench.operators.runs import fault_ours, run_operator, run_ours
@@ -36,7 +37,9 @@ def faults_main(args: argparse.Namespace) -> int:
             for job_name in (j for j in fault.jobs if j in args.jobs.split(",")):
                 job, extra = JOBS[job_name], fault.helm_args.get(job_name, ())
                 checkpoint = args.checkpoint and bool(checkpoint_args(job_name))
-                extra += checkpoint_args(job_name) if checkpoint else ()
+                if checkpoint:
+                    extra += checkpoint_args(job_name)
+                    job = dataclasses.replace(job, fault_at=CHECKPOINT_FAULT_AT[job_name])
                 for system in (s for s in job.systems if s in systems):
                     print(f"operators: {case}, {job_name} on {system} ...", flush=True)
                     lost: list[RealNode] = []

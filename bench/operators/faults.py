@@ -130,6 +130,10 @@ _EVERY = ("pytorch", "horovod", "tensorflow", "mxnet", "jax", "deepspeed")
 #: jax's benchmarks keep none
 CHECKPOINT_ARGS = ("--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt")
 CHECKPOINT_EVERY = {"pytorch": 20, "horovod": 10, "tensorflow": 20, "deepspeed": 10}
+#: with --checkpoint the fault comes once a checkpoint or two exist (Job.fault_at): step 60 of 200 (saved at 20, 40,
+#: 60), iteration 3 of 10 (saved after each), step 60 of 300, step 30 of 60
+CHECKPOINT_FAULT_AT = {"pytorch": r"bench_ddp: step 60/", "horovod": r"iteration 3: ",
+                       "tensorflow": r"bench_tf: step 60/", "deepspeed": r"ds-bench: step 30/"}  # fmt: skip
 
 
 def checkpoint_args(job_name: str) -> tuple[str, ...]:

@@ -41,10 +41,16 @@ class Job:
     spare_args: tuple[str, ...] = ()
     #: our chart's values for its other roles
     role_args: tuple[str, ...] = ()
+    #: the log line an injected fault waits for, when not the first training step (:attr:`step`)
+    fault_at: str = ""
 
     @property
     def step(self) -> str:
         return real_runs.CHARTS[self.chart][1]
+
+    @property
+    def trigger(self) -> str:
+        return self.fault_at or self.step
 
     @property
     def helm_args(self) -> tuple[str, ...]:

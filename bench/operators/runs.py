@@ -98,13 +98,17 @@ def first_step_logged(kube: Kube, namespace: str, pods: list[Any], step: str) ->
     return False
 
 
-def watch(kube: Kube, namespace: str, path: str, step: str, cap: float, seen: Watch, inject: Inject | None) -> None:
+def watch(
+    kube: Kube, namespace: str, path: str, step: str, cap: float, seen: Watch, inject: Inject | None,
+    trigger: str | None = None,
+) -> None:  # fmt: skip
     """Every second until the verdict of the custom resource at ``path`` and every pod has ended, or ``cap`` seconds
-    from the start: the pods, the first training step (``inject`` then), the verdict and when each came."""
+    from the start: the pods, the first training step (``inject`` then, or at ``trigger``'s line), the verdict and
+    when each came."""
     while time.monotonic() - seen.started < cap:
         seen.pods = kube.items(f"/api/v1/namespaces/{namespace}/pods")
         seen.uids.update(str(p["metadata"]["uid"]) for p in seen.pods)
-        if seen.first_step is None and first_step_logged(kube, namespace, seen.pods, step):
+        if seen.first_step is None and first_step_logged(kube, namespace, seen.pods, trigger or step):
             seen.first_step = time.monotonic() - seen.started
             if inject is not None:
                 at_wall = datetime.datetime.now(datetime.UTC)
@@ -178,7 +182,7 @@ def run_operator(
         started, started_at = time.monotonic(), datetime.datetime.now(datetime.UTC)
         create_job(kube, api.path(namespace), namespace, docs, resource, resource["kind"])
         seen = Watch(started, None if fault is None or inject else {"at": started})
-        watch(kube, namespace, api.path(namespace, name), job.step, cap, seen, inject)
+        watch(kube, namespace, api.path(namespace, name), job.step, cap, seen, inject, job.trigger)
     all_started, after_verdict = pod_times(seen, started_at)
     left = left_objects(kube, namespace)
     events = kube.items(f"/api/v1/namespaces/{namespace}/events")
@@ -239,7 +243,7 @@ def fault_ours(
         if os.environ.get("BENCH_LOG"):  # every log line, timed from the start, to see where a run spends its time
             print(f"{time.monotonic() - started:7.1f} {line}", flush=True)
         step = re.search(job.step, line)
-        if inject is not None and "injecting" not in found and step:
+        if inject is not None and "injecting" not in found and re.search(job.trigger, line):
             found.update(injecting=True, injected_line=line)
             threading.Thread(target=injecting, daemon=True).start()
         elif (
