@@ -16,14 +16,15 @@ from dlcharts.install import Kube
 
 
 def victim(pods: list[dict[str, Any]]) -> str | None:
-    """A worker pod that is not rank 0: the worker pod of completion index 1 (our Jobs, TrainJob's JobSet; not an
-    MXNet server's); PyTorchJob's ``*-worker-0`` (its Master is rank 0) and MPIJob's ``*-worker-0`` (its launcher
-    runs no rank); TFJob's ``*-worker-1`` (its worker 0 is the chief)."""
+    """A worker pod that is not rank 0: the pod of completion index 1 (our Jobs, TrainJob's JobSet; not an MXNet
+    server's or scheduler's); PyTorchJob's ``*-worker-0`` (its Master is rank 0) and MPIJob's ``*-worker-0`` (its
+    launcher runs no rank); TFJob's ``*-worker-1`` (its worker 0 is the chief)."""
     names = [str(p["metadata"]["name"]) for p in pods]
     rank_0_elsewhere = any("-master-" in n or "-launcher" in n for n in names)
     for pod, name in zip(pods, names, strict=True):
         index = (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
-        if (index == "1" and "-worker-" in name) or name.endswith("-worker-0" if rank_0_elsewhere else "-worker-1"):
+        ps_lite = re.search(r"-(server|scheduler)-\d", name)
+        if (index == "1" and not ps_lite) or name.endswith("-worker-0" if rank_0_elsewhere else "-worker-1"):
             return name
     return None
 

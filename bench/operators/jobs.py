@@ -53,6 +53,12 @@ class Job:
         return self.fault_at or self.step
 
     @property
+    def steps(self) -> str:
+        """Any training step's line: :attr:`step`, or a Horovod iteration (a run resumed from its checkpoint warms
+        up no more)."""
+        return self.step + (r"|iteration \d+: " if self.chart == "horovod-mpi" else "")
+
+    @property
     def helm_args(self) -> tuple[str, ...]:
         return ("--set", f"worker={self.workers}", *self.role_args)
 

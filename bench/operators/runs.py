@@ -182,7 +182,7 @@ def run_operator(
         started, started_at = time.monotonic(), datetime.datetime.now(datetime.UTC)
         create_job(kube, api.path(namespace), namespace, docs, resource, resource["kind"])
         seen = Watch(started, None if fault is None or inject else {"at": started})
-        watch(kube, namespace, api.path(namespace, name), job.step, cap, seen, inject, job.trigger)
+        watch(kube, namespace, api.path(namespace, name), job.steps, cap, seen, inject, job.trigger)
     all_started, after_verdict = pod_times(seen, started_at)
     left = left_objects(kube, namespace)
     events = kube.items(f"/api/v1/namespaces/{namespace}/events")
@@ -235,6 +235,8 @@ def fault_ours(
     found: dict[str, Any] = {}
 
     def injecting() -> None:
+        if job.fault_at:  # the operators' fault comes 0-1 s after the line (their logs read each second): so does
+            time.sleep(1.0)  # ours, so that both find the checkpoint that the line's step saves right after it
         with Kube.from_kubeconfig(kubeconfig) as kube:
             assert inject is not None
             found.update(inject(kube, namespace), at=time.monotonic(), at_wall=time.time())
@@ -242,7 +244,7 @@ def fault_ours(
     def write(line: str) -> None:
         if os.environ.get("BENCH_LOG"):  # every log line, timed from the start, to see where a run spends its time
             print(f"{time.monotonic() - started:7.1f} {line}", flush=True)
-        step = re.search(job.step, line)
+        step = re.search(job.steps, line)
         if inject is not None and "injecting" not in found and re.search(job.trigger, line):
             found.update(injecting=True, injected_line=line)
             threading.Thread(target=injecting, daemon=True).start()
