@@ -194,10 +194,12 @@ def mpi_job(docs: list[dict[str, Any]], meta: dict[str, Any], workers: int) -> d
     if "python" not in launch:
         raise ValueError(f"no python program in the launcher's {launch}")
     ssh_options = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10"
+    # the ranks' environment is the launcher's, passed on by mpirun: the checkpoint's too (faults --checkpoint)
+    kept = [e["name"] for e in specs["launcher"]["spec"]["containers"][0]["env"] if e["name"].startswith("DL_")]
     specs["launcher"]["spec"]["containers"][0]["command"] = [
         "mpirun", "--allow-run-as-root", "-np", str(workers), "-bind-to", "none", "-map-by", "slot",
         "--mca", "plm_rsh_args", ssh_options, "--mca", "btl_vader_single_copy_mechanism", "none", "-x", "PATH",
-        *launch[launch.index("python"):],
+        *(arg for name in kept for arg in ("-x", name)), *launch[launch.index("python"):],
     ]  # fmt: skip
     # a root sshd's privilege separation directory, which an image's init system would make (the operator's base
     # image makes it at build)
