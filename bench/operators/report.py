@@ -146,8 +146,11 @@ def report_faults(runs: list[dict[str, Any]]) -> None:
         "(every rank exits 3) from the create. Each system's defaults otherwise (ours-spare: ours with one hot spare "
         "worker, `spareWorkers=1` / `mpi.spareWorkers=1`); times from the fault, a run capped at `--cap` seconds. "
         "Training again: the first step logged after the fault by a container started after it (ours from the "
-        "streamed log, the operators' polled twice a second); resumed from: the checkpoint's step (0: none kept, "
-        "as in these runs)."
+        "streamed log, the operators' polled twice a second); resumed from: the checkpoint's step (0: none kept). "
+        "Cases marked (checkpoint): `faults --checkpoint`, every system's job with the chart's checkpoint volume "
+        "(a claim both real nodes see) and DL_CHECKPOINT_* (the MPIJob's mpirun passes them on with -x), the fault "
+        "once checkpoints exist (pytorch at step 60 of 200, saving every 20; horovod at iteration 3 of 10, saving "
+        "every iteration), ours 1 s after that line as the operators' (their logs read each second)."
     )
     table = model.table("faults", FAULT_COLUMNS, merged("faults", rows, key=3, added=2), caption=caption)
     model.update(SECTION, [table], title=TITLE, by="`python -m bench.operators`")
