@@ -46,7 +46,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.jobs import run
-from tests.support.cluster import delete_volume, shared_folder_claim
+from tests.support.cluster import CHECKPOINT_ARGS, delete_volume, shared_folder_claim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +220,7 @@ def one(handle: ClusterHandle, name: str, fault: str, cap: float, guarded: bool 
             folder.parent.mkdir(parents=True, exist_ok=True)
             volume = shared_folder_claim(kube, namespace, "ckpt", folder)
             stack.callback(delete_volume, kube, volume)
-            helm_args += ("--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt")
+            helm_args += CHECKPOINT_ARGS
         values = run.cpu_values(case.chart, registry, spread=True, api_server=api_server)
         release = Release(find_helm(), handle.kubeconfig, "fault", namespace)
         result = run.run_job(kube, release, path, values, helm_args, timeout=cap, write=write)

@@ -36,9 +36,10 @@ def faults_main(args: argparse.Namespace) -> int:
             fault = FAULTS[case]
             for job_name in (j for j in fault.jobs if j in args.jobs.split(",")):
                 job, extra = JOBS[job_name], fault.helm_args.get(job_name, ())
-                checkpoint = args.checkpoint and bool(checkpoint_args(job_name))
+                saving = checkpoint_args(job_name) if args.checkpoint else ()
+                checkpoint = bool(saving)
                 if checkpoint:
-                    extra += checkpoint_args(job_name)
+                    extra += saving
                     job = dataclasses.replace(job, fault_at=CHECKPOINT_FAULT_AT[job_name])
                 for system in (s for s in job.systems if s in systems):
                     print(f"operators: {case}, {job_name} on {system} ...", flush=True)

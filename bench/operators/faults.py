@@ -13,6 +13,7 @@ from dlcharts.cluster import faults
 from dlcharts.cluster.embedded import ClusterHandle
 from dlcharts.cluster.node import RealNode
 from dlcharts.install import Kube
+from tests.support.cluster import CHECKPOINT_ARGS
 
 
 def victim(pods: list[dict[str, Any]]) -> str | None:
@@ -126,10 +127,9 @@ _LONG: dict[str, tuple[str, ...]] = {
     "deepspeed": ("--set", "benchmark.steps=60"),
 }
 _EVERY = ("pytorch", "horovod", "tensorflow", "mxnet", "jax", "deepspeed")
-#: with --checkpoint: the claim every system's job mounts (the chart's checkpoint volume, kept in the operators' jobs
-#: made from its render), and how often each benchmark saves (horovod: every iteration of 10 batches); mxnet and
+#: with --checkpoint: how often each benchmark saves (horovod: every iteration of 10 batches) into the claim of
+#: CHECKPOINT_ARGS (the chart's checkpoint volume, kept in the operators' jobs made from its render); mxnet and
 #: jax's benchmarks keep none
-CHECKPOINT_ARGS = ("--set", "checkpoint.volume.persistentVolumeClaim.claimName=ckpt")
 CHECKPOINT_EVERY = {"pytorch": 20, "horovod": 10, "tensorflow": 20, "deepspeed": 10}
 #: with --checkpoint the fault comes once a checkpoint or two exist (Job.fault_at): step 60 of 200 (saved at 20, 40,
 #: 60), iteration 3 of 10 (saved after each), step 60 of 300, step 30 of 60
