@@ -149,8 +149,11 @@ def operator_job(job: str, system: str, docs: list[dict[str, Any]], name: str, w
         replicas = {"Master": 1, "Worker": workers - 1}
         specs = {r: {"replicas": n, "restartPolicy": "OnFailure", "template": copy.deepcopy(template)}
                  for r, n in replicas.items()}  # fmt: skip
+        # one process per pod, as ours and the TrainJob run: the operator's default nprocPerNode "auto" starts one
+        # per CPU on a CPU-only pod (here 2 per pod: a job of 4 processes, each with OMP_NUM_THREADS=1)
         return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": meta,
-                "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"cleanPodPolicy": "None"}}}  # fmt: skip
+                "spec": {"pytorchReplicaSpecs": specs, "nprocPerNode": "1",
+                         "runPolicy": {"cleanPodPolicy": "None"}}}  # fmt: skip
     if kind == "TFJob":
         template = pod_template(docs, "worker", "tensorflow")
         specs = {"Worker": {"replicas": workers, "restartPolicy": "OnFailure", "template": template}}

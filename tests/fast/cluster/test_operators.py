@@ -76,6 +76,8 @@ def test_operator_jobs_run_our_program_without_our_wiring(renders: dict[str, lis
     torch = bench_ops.operator_job("pytorch", "training-operator", renders["pytorch"], "bench", 2)
     specs = torch["spec"]["pytorchReplicaSpecs"]
     assert {role: spec["replicas"] for role, spec in specs.items()} == {"Master": 1, "Worker": 1}
+    # one process per pod, as ours and the TrainJob (numProcPerNode 1): "auto" would start one per CPU
+    assert torch["spec"]["nprocPerNode"] == "1"
     main = specs["Worker"]["template"]["spec"]["containers"][0]
     assert main["name"] == "pytorch" and main["command"][:2] == ["torchrun", "/opt/dl-charts/bench_ddp.py"]
     assert main["image"] == "registry.test:5000/pytorch/pytorch:2.6.0-cpu"
@@ -93,6 +95,7 @@ def test_operator_jobs_run_our_program_without_our_wiring(renders: dict[str, lis
     train = bench_ops.operator_job("pytorch", "trainer", renders["pytorch"], "bench", 2)
     assert train["spec"]["runtimeRef"] == {"name": "torch-distributed"}
     assert train["spec"]["trainer"]["numNodes"] == 2 and train["spec"]["trainer"]["command"] == main["command"]
+    assert train["spec"]["trainer"]["numProcPerNode"] == 1
     pod = train["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
     assert pod["template"]["spec"]["template"]["spec"]["nodeSelector"] == {"dlcharts.io/node-type": "real"}
 
