@@ -59,8 +59,9 @@ def merged(block_id: str, new: list[list[Any]], key: int, added: int = 0) -> lis
 def report_real(runs: list[dict[str, Any]]) -> None:
     caption = (
         "`python -m bench.operators real` on one embedded cluster with 2 real nodes (on one machine: 2 CPU cores, "
-        "see the load column), one run after another; the operators' jobs run our chart's program, image "
-        "and resources. Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
+        "see the load column), one run after another; the operators' jobs run our chart's program, image, "
+        "resources and processes (one per pod: PyTorchJob with nprocPerNode 1, TrainJob numProcPerNode 1). "
+        "Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
     )
     block = model.table("real", REAL_COLUMNS, merged("real", real_rows(runs), key=2), caption=caption)
     model.update(SECTION, [block], title=TITLE, by="`python -m bench.operators`")
