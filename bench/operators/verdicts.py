@@ -62,9 +62,11 @@ def jobs_verdict(kube: Kube, namespace: str) -> datetime.datetime | None:
     failed, complete, running = [], [], False
     for job in kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs"):
         conditions = (job.get("status") or {}).get("conditions") or []
-        ends = {c["type"]: parse_time(c["lastTransitionTime"]) for c in conditions
-                if c.get("status") == "True" and c["type"] in ("SuccessCriteriaMet", "Complete", "Failed")}  # fmt: skip
-        failed += [ends["Failed"]] if "Failed" in ends else []
+        ends = {c["type"]: parse_time(c["lastTransitionTime"]) for c in conditions if c.get("status") == "True"
+                and c["type"] in ("SuccessCriteriaMet", "Complete", "FailureTarget", "Failed")}  # fmt: skip
+        # the Job controller decides at FailureTarget and adds Failed once the pods it then ends are gone
+        failure = ends.get("FailureTarget") or ends.get("Failed")
+        failed += [failure] if failure else []
         if job["metadata"].get("labels", {}).get("app.kubernetes.io/component") == START_WATCH:
             continue
         # a Job with a successPolicy (pytorch-dist's hot spares) succeeds when it is met; it completes once the pods
