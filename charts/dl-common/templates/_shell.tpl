@@ -793,20 +793,22 @@ def evict_older(items, since, spared, why):
     return evicted
 
 
-def restart_after_failure(jobs, items, now, memory):
+def restart_after_failure(jobs, items, memory):
     """DL_RESTART_ON_FAILURE: when the training Jobs' failed count rose since the previous round (``memory`` keeps
-    it and that round's time; the first round only counts), evict the training pods made before that round: they
-    trained with the pod that failed, and cannot go on without it."""
+    it; the first round only counts), evict every live training pod of the release: those that trained with the
+    pod that failed cannot go on without it, and its replacement, if the Job made one before this round, may have
+    joined them already (MXNet's ps-lite registers a worker with the scheduler it finds, and a new scheduler would
+    wait for it for good). Evictions are disruptions, which the Jobs' podFailurePolicy ignores: they count neither
+    here nor as retries."""
     count = sum(int((job.get("status") or {}).get("failed") or 0) for job in jobs.values())
-    before, since = memory.get("failed"), memory.get("at")
-    memory.update(failed=count, at=now)
+    before = memory.get("failed")
+    memory["failed"] = count
     if before is None or count <= before:
         return
-    stamp = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     say(f"a training pod failed or was deleted ({count - before} more failure(s) in the release's Jobs)")
-    evicted = evict_older(items, stamp, (), "to start again with the failed pod's replacement")
+    evicted = evict_older(items, STAMP_MAX, (), "to start again with the failed pod's replacement")
     if not evicted:
-        say("no pod of the release made before it is left to evict")
+        say("no live pod of the release is left to evict")
 
 
 def read(selector):
@@ -833,7 +835,7 @@ def one_round(started, jobs, memory):
         if end_lost(jobs, items + own, time.time()):
             return 0
         if RESTART_ON_FAILURE and NODE_LOSS == "recover":
-            restart_after_failure(jobs, items, time.time(), memory)
+            restart_after_failure(jobs, items, memory)
     pods = {}
     for pod in items:
         job = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")

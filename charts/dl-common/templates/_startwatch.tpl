@@ -25,8 +25,9 @@ false for an elastic minimum): a pod that waits for its gang, or beyond the mini
 ("unbound" false) also keep their survivors when a node is lost (startWatch.nodeLoss recover); the others restart
 with the replacements of the lost pods. "restartOnFailure" true (a framework whose running job cannot take a
 replacement pod, such as MXNet's ps-lite, whose other pods would wait for the lost one forever): with nodeLoss
-recover, once a training pod has failed or been deleted (its Job's failed count rose), the watch evicts the
-release's other training pods too, so that all start again together.
+recover, once a training pod has failed or been deleted (its Job's failed count rose), the watch evicts every
+live training pod of the release, the failed pod's replacement too if it exists already, so that all start again
+together.
   {{ include "dl-common.startWatch" (dict "roles" $roles "unbound" true "context" $) }}
 */}}
 {{- define "dl-common.startWatch" -}}

@@ -370,9 +370,10 @@ def test_only_pods_that_ran_before_the_loss_are_evicted_and_none_in_an_elastic_r
     assert "evicted" not in elastic.patches[0][1]["metadata"]["annotations"][NODE_LOSS]
 
 
-def test_with_restart_on_failure_a_failed_pod_gets_every_older_training_pod_evicted_once(monkeypatch):
+def test_with_restart_on_failure_a_failed_pod_gets_every_live_training_pod_evicted_once(monkeypatch):
     replacement = running("train-worker", 1, "worker")
-    replacement["metadata"]["creationTimestamp"] = stamp(-1)  # made after the round that counted no failure
+    # made after the round that counted no failure: it may have joined the pods that trained with the failed one
+    replacement["metadata"]["creationTimestamp"] = stamp(-1)
     done = running("train-scheduler", 0, "scheduler")
     done["status"]["phase"] = "Succeeded"
     pods = [running("train-server", 0, "server"), running("train-worker", 0, "worker"), replacement, done]
@@ -384,7 +385,8 @@ def test_with_restart_on_failure_a_failed_pod_gets_every_older_training_pod_evic
     failing = api()
     failing.fail_from_get = {"train-worker": 2}  # the first round counts none, the second one
     assert watch(monkeypatch, failing, jobs=jobs, node_loss="recover", restart_on_failure=True)[0] is None
-    assert [name for name, _ in failing.evictions] == ["train-server-0-s0", "train-worker-0-s0"]  # once
+    evicted = [name for name, _ in failing.evictions]
+    assert evicted == ["train-server-0-s0", "train-worker-0-s0", replacement["metadata"]["name"]]  # once
     for off in ({"restart_on_failure": False}, {"node_loss": "fail", "restart_on_failure": True}):
         quiet = api()
         quiet.fail_from_get = {"train-worker": 2}
