@@ -10,14 +10,14 @@ quotas, webhooks) and whatever needs other objects.
 
 ``dlcharts.schemas.validate_object`` asks it about every object whose schema passed, when the render's Kubernetes
 minor is one a validator is built for: the pinned version's (``k8s-validate``) or the oldest minor the charts
-support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION).
-A minor between those two (1.30 to 1.34) is judged by both (``bounds``): what both refuse at a field is an
-error, what only one refuses a warning naming which (dlcharts.schemas.api_rule_findings); minors outside them get the
-schema pass only. Each runs as one long-lived process per Python process. dlcharts.native builds them into the tools folder beside the render servers (both with ``make tools``
-or ``dlcharts tools``; the oldest also with ``make control-plane``, or ``dlcharts cluster build oldest``); a platform
-wheel carries both. Where one is not
-available or does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as
-not run (dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
+support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION). A
+minor between those two (1.30 to 1.34) is judged by both (``bounds``): what both refuse at a field is an error, what
+only one refuses a warning naming which (dlcharts.schemas.api_rule_findings); minors outside them get the schema
+pass only. Each runs as one long-lived process per Python process. dlcharts.native builds them into the tools folder
+beside the render servers (both with ``make tools`` or ``dlcharts tools``; the oldest also with ``make
+control-plane``, or ``dlcharts cluster build oldest``); a platform wheel carries both. Where one is not available or
+does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as not run
+(dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
 
 Custom resources: ``ApiRules.use_crds`` hands the validator the CustomResourceDefinitions in force (dlcharts.schemas
 sends the bundled ones and those of ``--crd``); it judges each as the API server judges its create, and from then on

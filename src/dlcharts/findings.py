@@ -4,10 +4,10 @@ Every finding is of one of two kinds. An **error** is what the API server or the
 breaks the workload once installed (a schema or API-rules violation, an object of no known schema, a removed API, a
 selector that matches nothing, a name the API server refuses): it is always reported at level ``error``, except
 ``deprecated-api`` (a warning: the API is still served) and ``api-rules-between`` (a warning: of the two minors'
-rules that bracket the target's, one refuses the object and the other takes it). A **policy** is an opinion (Pod Security ``restricted``,
-NetworkPolicies, resources, image tags): the author's configuration (dlcharts.config) sets its level, ``error``,
-``warning`` or ``off``. Each check id's kind is registered here (policies.check registers its own); an id nobody
-registered is an error kind, so a new check is never silently demoted to an opinion.
+rules that bracket the target's, one refuses the object and the other takes it). A **policy** is an opinion (Pod
+Security ``restricted``, NetworkPolicies, resources, image tags): the author's configuration (dlcharts.config) sets
+its level, ``error``, ``warning`` or ``off``. Each check id's kind is registered here (policies.check registers its
+own); an id nobody registered is an error kind, so a new check is never silently demoted to an opinion.
 """
 
 from __future__ import annotations
