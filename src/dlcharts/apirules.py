@@ -10,13 +10,14 @@ quotas, webhooks) and whatever needs other objects.
 
 ``dlcharts.schemas.validate_object`` asks it about every object whose schema passed, when the render's Kubernetes
 minor is one a validator is built for: the pinned version's (``k8s-validate``) or the oldest minor the charts
-support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION).
-Other minors have other rules: their objects get the schema pass only. Each runs as one long-lived process per
-Python process. dlcharts.native builds them into the tools folder beside the render servers (both with ``make tools``
-or ``dlcharts tools``; the oldest also with ``make control-plane``, or ``dlcharts cluster build oldest``); a platform
-wheel carries both. Where one is not
-available or does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as
-not run (dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
+support (``k8s-validate@oldest``: the same source linked with k8s.io/kubernetes at OLDEST_KUBERNETES_VERSION). A
+minor between those two (1.30 to 1.34) is judged by both (``bounds``): what both refuse at a field is an error, what
+only one refuses a warning naming which (dlcharts.schemas.api_rule_findings); minors outside them get the schema
+pass only. Each runs as one long-lived process per Python process. dlcharts.native builds them into the tools folder
+beside the render servers (both with ``make tools`` or ``dlcharts tools``; the oldest also with ``make
+control-plane``, or ``dlcharts cluster build oldest``); a platform wheel carries both. Where one is not available or
+does not start, validation at its minor goes on with schemas alone and ``rules`` records the check as not run
+(dlcharts.checks), which fails the run unless the author allows it; nothing is printed here.
 
 Custom resources: ``ApiRules.use_crds`` hands the validator the CustomResourceDefinitions in force (dlcharts.schemas
 sends the bundled ones and those of ``--crd``); it judges each as the API server judges its create, and from then on
@@ -45,8 +46,21 @@ NAME = native.VALIDATOR
 
 #: the Kubernetes minor whose rules the default validator holds ("1.35")
 MINOR = minor_text(KUBERNETES_VERSION)
+#: the oldest minor the charts support, whose rules the other validator holds ("1.29")
+OLDEST_MINOR = minor_text(OLDEST_KUBERNETES_VERSION)
 #: each minor a validator can be built for, and that validator's name in dlcharts.native's build table
-VALIDATORS = {MINOR: NAME, minor_text(OLDEST_KUBERNETES_VERSION): NAME + OLDEST}
+VALIDATORS = {MINOR: NAME, OLDEST_MINOR: NAME + OLDEST}
+
+
+def bounds(minor: str) -> tuple[str, str] | None:
+    """(OLDEST_MINOR, MINOR) for a minor strictly between them, whose own rules no validator holds: its objects are
+    judged by both (an object both refuse at a field, the API server of any minor between most likely refuses too:
+    rules seldom come and go again); None for any other minor."""
+
+    def key(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("."))
+
+    return (OLDEST_MINOR, MINOR) if key(OLDEST_MINOR) < key(minor) < key(MINOR) else None
 
 
 class ApiRules:
@@ -134,17 +148,22 @@ _missing: dict[str, str] = {}  # validator name -> why it is not available in th
 _lock = threading.Lock()
 #: what the validators check, as dlcharts.checks names it
 WHAT = "the API server's rules"
+#: the check id of an object that one of the two validators around a minor refuses and the other takes
+BETWEEN = "api-rules-between"
 
 
-def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
+def rules(kube_version: str = KUBERNETES_VERSION, judged: str = "") -> ApiRules | None:
     """The validator of ``kube_version``'s minor for this Python process, started on first use; None where no
-    validator holds that minor's rules (recorded as ``checks.schemas_only``: information), or where it is not
+    validator holds that minor's rules (outside ``bounds``, recorded as ``checks.schemas_only``: information), or
+    where it is not
     available in this install: not in this wheel, not built in this checkout, or it does not start (recorded as
-    ``checks.not_run`` with the reason and what to do: a run that had it fails unless the author allows it)."""
+    ``checks.not_run`` with the reason and what to do, at the minor ``judged`` when one between ``bounds`` is: a run
+    that had it fails unless the author allows it)."""
     version = minor_text(kube_version)
     name = VALIDATORS.get(version)
     if name is None:
-        checks.schemas_only(version)
+        if bounds(version) is None:
+            checks.schemas_only(version)
         return None
     with _lock:
         if name not in _rules:
@@ -155,7 +174,7 @@ def rules(kube_version: str = KUBERNETES_VERSION) -> ApiRules | None:
                 _missing[name] = str(exc)
             _rules[name] = checker
         if _rules[name] is None:
-            checks.not_run(WHAT, version, name, _missing.get(name, "not available"))
+            checks.not_run(WHAT, judged or version, name, _missing.get(name, "not available"))
         return _rules[name]
 
 

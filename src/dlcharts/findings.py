@@ -3,10 +3,11 @@
 Every finding is of one of two kinds. An **error** is what the API server or the kubelet would refuse, or what
 breaks the workload once installed (a schema or API-rules violation, an object of no known schema, a removed API, a
 selector that matches nothing, a name the API server refuses): it is always reported at level ``error``, except
-``deprecated-api`` (a warning: the API is still served). A **policy** is an opinion (Pod Security ``restricted``,
-NetworkPolicies, resources, image tags): the author's configuration (dlcharts.config) sets its level, ``error``,
-``warning`` or ``off``. Each check id's kind is registered here (policies.check registers its own); an id nobody
-registered is an error kind, so a new check is never silently demoted to an opinion.
+``deprecated-api`` (a warning: the API is still served) and ``api-rules-between`` (a warning: of the two minors'
+rules that bracket the target's, one refuses the object and the other takes it). A **policy** is an opinion (Pod
+Security ``restricted``, NetworkPolicies, resources, image tags): the author's configuration (dlcharts.config) sets
+its level, ``error``, ``warning`` or ``off``. Each check id's kind is registered here (policies.check registers its
+own); an id nobody registered is an error kind, so a new check is never silently demoted to an opinion.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ _KINDS: dict[str, str] = {
     "api-server": ERROR,
     "removed-api": ERROR,
     "deprecated-api": ERROR,
+    "api-rules-between": ERROR,
 }
 #: the level of an error-kind check that is not ``error``
-_ERROR_LEVELS = {"deprecated-api": WARNING}
+_ERROR_LEVELS = {"deprecated-api": WARNING, "api-rules-between": WARNING}
 #: one line on what each check id finds (the SARIF rules' short descriptions, ``dlcharts validate --help``)
 DESCRIPTIONS: dict[str, str] = {
     "schema": "the object does not match its Kubernetes or CRD schema",
@@ -41,6 +43,8 @@ DESCRIPTIONS: dict[str, str] = {
     "api-server": "a real API server refuses the object (dry-run create)",
     "removed-api": "the apiVersion is no longer served by this Kubernetes version",
     "deprecated-api": "the apiVersion is deprecated in this Kubernetes version",
+    "api-rules-between": "the API server's rules of the oldest and newest linked minors disagree on the object, "
+    "for a minor between them",
 }
 
 
@@ -59,7 +63,8 @@ def kind_of(check_id: str) -> str:
 
 
 def error_level(check_id: str) -> str:
-    """The fixed level of an error-kind check: ``error``, or ``warning`` for ``deprecated-api``."""
+    """The fixed level of an error-kind check: ``error``, or ``warning`` for ``deprecated-api`` and
+    ``api-rules-between``."""
     return _ERROR_LEVELS.get(check_id, ERROR)
 
 

@@ -35,8 +35,9 @@ from dlcharts.render import K8sObject
 Check = Callable[[list[K8sObject]], Iterable[Finding]]
 CHECKS: dict[str, Check] = {}
 # Warnings: findings about an object the API server still takes. deprecated-api: a built-in API deprecated at the
-# target Kubernetes version but still served (dlcharts.apilifecycle); removed-api is an error.
-WARNING_CHECKS = ("deprecated-api",)
+# target Kubernetes version but still served (dlcharts.apilifecycle); removed-api is an error. api-rules-between: of
+# the API server's rules of the two linked minors around the target's, one refuses the object (dlcharts.schemas).
+WARNING_CHECKS = ("deprecated-api", "api-rules-between")
 # Schema findings an exemption may cover: an object of a kind no schema is known for (a CRD the author cannot
 # hand over with --crd), and the warnings. Every other schema finding is a real error and cannot be exempted.
 SCHEMA_CHECKS = ("no-schema", *WARNING_CHECKS)

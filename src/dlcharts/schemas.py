@@ -354,8 +354,20 @@ def api_rule_findings(objects: list[K8sObject], kube_version: str) -> list[Findi
     its x-kubernetes-validations (CEL) and list-type keys included: the CRDs go to the validator first (once per set).
     A CRD handed over that the API server would refuse is a finding on each of its objects; rules that could not be
     checked are recorded as not run (dlcharts.checks)."""
-    if not objects or (checker := apirules.rules(kube_version)) is None:
+    if not objects:
         return []
+    minor = kubeversion.minor_text(kube_version)
+    bounds = apirules.bounds(minor)
+    if bounds is None:
+        checker = apirules.rules(kube_version)
+        return [] if checker is None else _rule_findings(checker, objects, kube_version)
+    older, newer = (apirules.rules(bound, judged=minor) for bound in bounds)
+    if older is None or newer is None:
+        return []
+    return _between(_rule_findings(older, objects, kube_version), _rule_findings(newer, objects, kube_version), bounds)
+
+
+def _rule_findings(checker: apirules.ApiRules, objects: list[K8sObject], kube_version: str) -> list[Finding]:
     findings = _crd_findings(checker, objects, kube_version)
     return findings + [
         Finding(obj.source, obj.ref(), where, message, "api-rules", kube_version)
@@ -363,6 +375,30 @@ def api_rule_findings(objects: list[K8sObject], kube_version: str) -> list[Findi
         for field, message in problems or []
         for where in _fields_of(obj, field, message)
     ]
+
+
+def _between(older: list[Finding], newer: list[Finding], bounds: tuple[str, str]) -> list[Finding]:
+    """The API rules of a minor between ``bounds``: where both validators refuse a field, the newer one's errors;
+    where one alone does, its errors as ``api-rules-between`` warnings naming which refuses and which takes it."""
+
+    def at(finding: Finding) -> tuple[str, str, str]:
+        return finding.source, finding.object, finding.path
+
+    older_at, newer_at = {at(f) for f in older}, {at(f) for f in newer}
+
+    def uncertain(finding: Finding, refuses: str, takes: str) -> Finding:
+        minor = kubeversion.minor_text(finding.kube_version or "")
+        message = (
+            f"{finding.message} (the API server's rules of {refuses} refuse this, those of {takes} take it; {minor}'s "
+            f"own are not linked here: try it on a {minor} cluster)"
+        )
+        return dataclasses.replace(finding, message=message, check=apirules.BETWEEN)
+
+    return (
+        [f for f in newer if at(f) in older_at]
+        + [uncertain(f, bounds[1], bounds[0]) for f in newer if at(f) not in older_at]
+        + [uncertain(f, bounds[0], bounds[1]) for f in older if at(f) not in newer_at]
+    )
 
 
 def _crd_findings(checker: apirules.ApiRules, objects: list[K8sObject], kube_version: str) -> list[Finding]:

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from dlcharts import apirules, native
+from dlcharts import apirules, findings, native
 from dlcharts.render import K8sObject, ObjectKey
 from dlcharts.schemas import validate_object
 
@@ -68,13 +68,18 @@ def test_headless_and_cluster_ip_services_pass_as_the_api_server_allocates_them(
         assert rules.problems({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec}) == []
 
 
-def test_schema_validation_adds_the_api_rules_for_the_validators_minors_only():
+def test_schema_validation_adds_the_api_rules_of_the_validators_minors_and_of_those_between():
     body = mutated(lambda b: container(b).update(name="Main"))
     obj = K8sObject(ObjectKey("batch/v1", "Job", None, "train"), body, "c/templates/job.yaml")
     (finding,) = validate_object(obj, f"{apirules.MINOR}.0")
     assert finding.check == "api-rules" and finding.path == "spec.template.spec.containers[0].name"
     assert set(apirules.VALIDATORS) == {apirules.MINOR, "1.29"}
-    assert validate_object(obj, "1.32.0") == []  # minors without a validator have other rules: the schema pass only
+    # a minor between them: both refuse the name, so its API server does too
+    (between,) = validate_object(obj, "1.32.0")
+    assert (between.check, between.path, between.kube_version) == ("api-rules", finding.path, "1.32.0")
+    assert [apirules.bounds(m) for m in ("1.29", "1.30", "1.34", "1.35", "1.36")] == [
+        None, ("1.29", apirules.MINOR), ("1.29", apirules.MINOR), None, None]  # fmt: skip
+    assert validate_object(obj, "1.36.0") == []  # a minor outside them: the schema pass only
 
 
 def test_the_oldest_minors_validator_holds_that_minors_rules():
@@ -87,6 +92,14 @@ def test_the_oldest_minors_validator_holds_that_minors_rules():
     assert finding.check == "api-rules" and finding.path == "spec.template.spec.containers[0].env[0].name"
     assert "valid environment variable name" in finding.message
     assert validate_object(obj, f"{apirules.MINOR}.0") == []
+    # between them, the one that refuses is a warning that says which does and what to do
+    (between,) = validate_object(obj, "1.31.0")
+    assert (between.check, between.path, findings.error_level(between.check)) == (
+        apirules.BETWEEN, finding.path, findings.WARNING)  # fmt: skip
+    assert between.message == (
+        f"{finding.message} (the API server's rules of 1.29 refuse this, those of {apirules.MINOR} take it; 1.31's own "
+        "are not linked here: try it on a 1.31 cluster)"
+    )
 
 
 def test_a_custom_resource_gets_the_metadata_rules_of_the_apiextensions_server(rules):

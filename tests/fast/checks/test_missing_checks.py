@@ -79,10 +79,20 @@ def test_allowing_missing_checks_passes_but_still_names_them(chart, capsys, no_v
 
 
 def test_minors_without_a_validator_are_information(chart, capsys):
-    assert main(["validate", str(chart), "--no-cache", "--kube-version", "1.31.0", "--allow-missing-checks"]) == 0
+    assert main(["validate", str(chart), "--no-cache", "--kube-version", "1.36.0", "--allow-missing-checks"]) == 0
     out = capsys.readouterr().out
-    assert "schemas only at 1.31 (no validator of the API server's rules exists for that minor)" in out, out
+    assert "schemas only at 1.36 (no validator of the API server's rules exists for that minor)" in out, out
     assert "NOT CHECKED" not in out
+
+
+def test_a_minor_between_the_validators_needs_both(chart, capsys, no_validator):
+    """1.31 is judged by the validators of 1.29 and 1.35: without them it is not checked, and the run says so at
+    1.31, the minor asked for."""
+    assert main(["validate", str(chart), "--no-cache", "--kube-version", "1.31.0"]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "NOT CHECKED: the API server's rules at 1.31 (k8s-validate: " in last, last
+    assert "; the API server's rules at 1.31 (k8s-validate@oldest: " in last, last
+    assert "schemas only" not in last
 
 
 def test_the_json_and_sarif_reports_name_what_was_not_checked(chart, capsys, no_validator):
@@ -125,3 +135,20 @@ def test_assert_valid_fails_with_the_reason_or_warns_as_configured(chart, config
     else:
         assert proc.returncode == 1 and "1 failed" in proc.stdout, text
         assert 'missing-checks = "warning"' in proc.stdout, text
+
+
+def test_the_plugin_judges_a_minor_between_the_validators_by_both(chart):
+    """An author testing at 1.31 gets the failure both validators make, and a warning where only one refuses."""
+    project = chart.parent
+    pod = (
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: "{{ .Release.Name }}-p"}\nspec:\n  containers:\n'
+        "    - {name: main, image: 'busybox:1.36', ports: [{containerPort: 70000}], env: [{name: 1FOO, value: x}]}\n"
+    )
+    (chart / "templates" / "cm.yaml").write_text(pod)
+    test = "def test_cm(render, assert_valid):\n    assert_valid(render('cm', kube_version='1.31.0'))\n"
+    (project / "test_cm.py").write_text(test)
+    proc = run_pytest_in(project)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 failed" in proc.stdout, text
+    assert "containerPort: Invalid value: 70000" in text and "[api-rules]" in text, text
+    assert "the API server's rules of 1.29 refuse this" in text, text
