@@ -46,7 +46,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube, Release
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.jobs import run
-from tests.support.cluster import CHECKPOINT_ARGS, delete_volume, shared_folder_claim
+from tests.support.cluster import CHECKPOINT_ARGS, checkpoint_volume
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,9 +217,7 @@ def one(handle: ClusterHandle, name: str, fault: str, cap: float, guarded: bool 
             assert handle.real_node is not None
             api_server = stack.enter_context(run.api_relay(handle.server, handle.state_dir, handle.real_node["ip"]))
             folder = common.WORK / "node_faults" / "checkpoints" / namespace
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            volume = shared_folder_claim(kube, namespace, "ckpt", folder)
-            stack.callback(delete_volume, kube, volume)
+            stack.enter_context(checkpoint_volume(kube, namespace, folder))
             helm_args += CHECKPOINT_ARGS
         values = run.cpu_values(case.chart, registry, spread=True, api_server=api_server)
         release = Release(find_helm(), handle.kubeconfig, "fault", namespace)

@@ -11,7 +11,6 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from dlcharts.helm import find_helm
 from dlcharts.install import Kube
 from dlcharts.install.namespaces import delete_namespace
 from dlcharts.jobs import run
-from tests.support.cluster import delete_volume, shared_folder_claim
+from tests.support import cluster as cluster_support
 
 
 def create_job(kube: Kube, path: str, namespace: str, docs: list[dict[str, Any]], resource: dict[str, Any],
@@ -63,20 +62,10 @@ class Watch:
     uids: set[str] = dataclasses.field(default_factory=set)
 
 
-@contextlib.contextmanager
-def checkpoint_volume(kube: Kube, namespace: str, wanted: bool) -> Iterator[None]:
-    """With ``wanted``: the claim ``ckpt`` in ``namespace`` (:data:`CHECKPOINT_ARGS`) of a folder every real node
-    sees, for the job's checkpoints; its PersistentVolume deleted after the block."""
-    if not wanted:
-        yield
-        return
+def checkpoint_volume(kube: Kube, namespace: str, wanted: bool) -> contextlib.AbstractContextManager[None]:
+    """With ``wanted``: the job's checkpoint claim (tests.support.cluster.checkpoint_volume) for the block."""
     folder = common.WORK / "operators" / "checkpoints" / namespace
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    volume = shared_folder_claim(kube, namespace, "ckpt", folder)
-    try:
-        yield
-    finally:
-        delete_volume(kube, volume)
+    return cluster_support.checkpoint_volume(kube, namespace, folder) if wanted else contextlib.nullcontext()
 
 
 def resumed_from(kube: Kube, namespace: str, pods: list[Any]) -> int | None:

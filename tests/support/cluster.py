@@ -483,6 +483,18 @@ CHECKPOINT_ARGS = ("--set", "checkpoint.volume.persistentVolumeClaim.claimName=c
 
 
 @contextlib.contextmanager
+def checkpoint_volume(kube: Kube, namespace: str, folder: Path) -> Iterator[None]:
+    """The claim "ckpt" (:data:`CHECKPOINT_ARGS`) in ``namespace`` of ``folder`` (made, with its parents), which every
+    real node sees; the PersistentVolume is deleted after the block."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    volume = shared_folder_claim(kube, namespace, "ckpt", folder)
+    try:
+        yield
+    finally:
+        delete_volume(kube, volume)
+
+
+@contextlib.contextmanager
 def checkpoint_claim(kubeconfig: Path, folder: Path) -> Iterator[Callable[[str], None]]:
     """``before`` for a real run: gives the release's namespace the claim "ckpt" (:data:`CHECKPOINT_ARGS`) of
     ``folder``, which every real node sees, as pods on several hosts see an NFS share; the PersistentVolume is
