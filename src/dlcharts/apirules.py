@@ -39,6 +39,7 @@ from dlcharts import checks, native
 from dlcharts.errors import ToolchainError
 from dlcharts.findings import format_path
 from dlcharts.pins import KUBERNETES_VERSION, OLDEST, OLDEST_KUBERNETES_VERSION
+from dlcharts.utils.kubeversion import minor as kube_minor
 from dlcharts.utils.kubeversion import minor_text
 
 NAME = native.VALIDATOR
@@ -56,11 +57,7 @@ def bounds(minor: str) -> tuple[str, str] | None:
     """(OLDEST_MINOR, MINOR) for a minor strictly between them, whose own rules no validator holds: its objects are
     judged by both (an object both refuse at a field, the API server of any minor between most likely refuses too:
     rules seldom come and go again); None for any other minor."""
-
-    def key(text: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in text.split("."))
-
-    return (OLDEST_MINOR, MINOR) if key(OLDEST_MINOR) < key(minor) < key(MINOR) else None
+    return (OLDEST_MINOR, MINOR) if kube_minor(OLDEST_MINOR) < kube_minor(minor) < kube_minor(MINOR) else None
 
 
 class ApiRules:
@@ -155,10 +152,9 @@ BETWEEN = "api-rules-between"
 def rules(kube_version: str = KUBERNETES_VERSION, judged: str = "") -> ApiRules | None:
     """The validator of ``kube_version``'s minor for this Python process, started on first use; None where no
     validator holds that minor's rules (outside ``bounds``, recorded as ``checks.schemas_only``: information), or
-    where it is not
-    available in this install: not in this wheel, not built in this checkout, or it does not start (recorded as
-    ``checks.not_run`` with the reason and what to do, at the minor ``judged`` when one between ``bounds`` is: a run
-    that had it fails unless the author allows it)."""
+    where it is not available in this install: not in this wheel, not built in this checkout, or it does not start
+    (recorded as ``checks.not_run`` with the reason and what to do, at the minor ``judged`` when one between
+    ``bounds`` is: a run that had it fails unless the author allows it)."""
     version = minor_text(kube_version)
     name = VALIDATORS.get(version)
     if name is None:
