@@ -58,7 +58,7 @@ class PodPlacement:
 class Readiness:
     """What :func:`wait_ready` saw when the release was ready."""
 
-    pods: dict[str, PodPlacement]
+    pods: dict[str, PodPlacement]  # also those bound during the wait and gone by its end, as last seen
     jobs: dict[str, str]  # job -> "Complete" / "SuccessCriteriaMet"
     daemonsets: dict[str, set[str]]  # daemonset -> nodes its ready pods run on
     seconds: float
@@ -214,6 +214,17 @@ def _gpu_overcommit(kube: Kube, state: ReleaseState) -> list[str]:
     return problems
 
 
+def _placement(pod: dict[str, Any]) -> PodPlacement:
+    return PodPlacement(
+        object_name(pod),
+        pod["spec"].get("nodeName"),
+        str((pod.get("status") or {}).get("phase")),
+        pod_gpus(pod),
+        "/".join(owner_of(pod) or ()) or None,
+        (pod["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index"),
+    )
+
+
 def wait_ready(
     kube: Kube,
     namespace: str,
@@ -243,8 +254,14 @@ def wait_ready(
     deadline = started + timeout
     nodes = kube.items("/api/v1/nodes")
     unschedulable_since: dict[str, float] = {}
+    # every pod seen bound, as last seen: a Job that meets its success policy deletes the pods still running (kwok
+    # ends one in seconds), so the poll that sees the Job done may no longer see the pods that had run beside it
+    placed: dict[str, PodPlacement] = {}
     while True:
         state = observe_release(kube, namespace, release, nodes)
+        placed.update(
+            (object_name(p), _placement(p)) for p in state.pods if not is_hook(p) and p["spec"].get("nodeName")
+        )
         expected: dict[str, set[str]] = {}
         for ds in state.daemonsets:
             name = object_name(ds)
@@ -265,18 +282,7 @@ def wait_ready(
         unbound = [object_name(p) for p in state.pods if not is_terminal(p) and not p["spec"].get("nodeName")]
         if not waiting and not unbound:
             return Readiness(
-                pods={
-                    object_name(p): PodPlacement(
-                        object_name(p),
-                        p["spec"].get("nodeName"),
-                        str((p.get("status") or {}).get("phase")),
-                        pod_gpus(p),
-                        "/".join(owner_of(p) or ()) or None,
-                        (p["metadata"].get("annotations") or {}).get("batch.kubernetes.io/job-completion-index"),
-                    )
-                    for p in state.pods
-                    if not is_hook(p)
-                },
+                pods=placed | {object_name(p): _placement(p) for p in state.pods if not is_hook(p)},
                 jobs={object_name(j): (job_outcome(j) or ("", ""))[1] for j in state.jobs},
                 daemonsets={
                     object_name(ds): {
