@@ -116,11 +116,12 @@ def test_pytorch_deleted_workers_rerun_in_place_a_hot_spare_at_once_worker_0_wit
     real_run, embedded_cluster: ClusterHandle, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     """pytorch-dist (restartsInPod 3) with spareWorkers=1 and a checkpoint volume: three worker pods, two of them
-    torchrun's nodes and the third waiting in its rendezvous. The pod of rank 1 is deleted at step 30 of 100: the
-    other pods run torchrun again in place (no new pod for them), and the fresh round takes the spare at once, where
-    the Job controller's replacement comes only after its back-off (and becomes the spare). Then worker 0, which
-    hosts the rendezvous, is deleted at step 60: everyone runs again and waits for its replacement, which joins as
-    rank 0. Each time the ranks resume from the last checkpoint; the Job succeeds once two pods have (its
+    torchrun's nodes and the third waiting in its rendezvous (c10d takes the first two to join: worker 0, which
+    hosts the rendezvous, as rank 0, or, when it joins last, workers 1 and 2). The pod of rank 1 is deleted at step
+    30 of 100: the other pods run torchrun again in place (no new pod for them), and the fresh round takes the spare
+    at once, where the Job controller's replacement comes only after its back-off (and becomes the spare). Worker 0
+    now trains either way; it is deleted at step 60: everyone runs again and waits for its replacement, which joins
+    as rank 0. Each time the ranks resume from the last checkpoint; the Job succeeds once two pods have (its
     successPolicy), ending the spare left, and both ranks end with the same parameters."""
     steps = 100
     rank1: list[int] = []  # the worker index that trains as rank 1 first (c10d's rendezvous picks it)
@@ -130,8 +131,8 @@ def test_pytorch_deleted_workers_rerun_in_place_a_hot_spare_at_once_worker_0_wit
     def on_line(line: str) -> None:
         if not deletes and (found := re.search(r"bench_ddp: rank 1/2 on spare-worker-(\d) ", line)):
             rank1.append(int(found.group(1)))
-            for step, index in ((30, rank1[0]), (60, 0)):
-                trigger = re.compile(rf"\[spare-worker-0-\w+/worker\] bench_ddp: step {step}/{steps} loss")
+            for step, index in ((30, rank1[0]), (60, 0)):  # rank 0 logs the steps
+                trigger = re.compile(rf"\[spare-worker-\d-\w+/worker\] bench_ddp: step {step}/{steps} loss")
                 deletes.append(delete_pod_on_line(embedded_cluster, real_run, trigger, "spare-worker", index))
         for delete, _ in deletes[: len(resumed_at) + 1]:  # the second only once the ranks resumed from the first
             delete(line)
@@ -149,11 +150,12 @@ def test_pytorch_deleted_workers_rerun_in_place_a_hot_spare_at_once_worker_0_wit
     assert result.ok, result.problem
     # two pods succeeded: the Job meets its successPolicy, ends the spare left, then completes
     assert result.jobs["spare-worker"] in ("SuccessCriteriaMet", "Complete"), result.jobs
-    spare = 3 - rank1[0]  # the pod that waited, worker 1 or 2
-    before = log.split("bench_ddp: resumed from step")[0]  # the spare was rank 1 when the ranks first resumed
-    assert re.search(rf"\[spare-worker-{spare}-\w+/worker\] bench_ddp: rank 1/2 on spare-worker-{spare} ", before)
+    rank0 = int(re.findall(r"bench_ddp: rank 0/2 on spare-worker-(\d) ", log)[0])
+    spare = 3 - rank0 - rank1[0]  # the pod that waited
+    before = log.split("bench_ddp: resumed from step")[0]  # the spare trained when the ranks first resumed
+    assert re.search(rf"\[spare-worker-{spare}-\w+/worker\] bench_ddp: rank \d/2 on spare-worker-{spare} ", before)
     rerun = r"/worker\] pytorch-dist: torchrun exited with 1; running it again in this pod \(1 of 3\)"
-    assert re.search(r"\[spare-worker-0-\w+" + rerun, before), before[-3000:]
+    assert re.search(rf"\[spare-worker-{rank0}-\w+" + rerun, before), before[-3000:]
     # a stopped pod never closed the rendezvous for the others (the spare left may meet a closed one at the end)
     assert "RendezvousClosedError" not in log.split("final parameters sha256")[0]
     resumed = re.findall(r"bench_ddp: resumed from step (\d+) ", log)
@@ -166,7 +168,8 @@ def test_pytorch_deleted_workers_rerun_in_place_a_hot_spare_at_once_worker_0_wit
     assert len({digest for *_, digest in checksums}) == 1, checksums
     succeeded = sorted(p.name.rsplit("-", 1)[0] for p in result.pods if p.phase == "Succeeded")
     assert succeeded == ["spare-worker-0", f"spare-worker-{ranks['1']}"], result.pods
-    assert len([p for p in result.pods if p.name.startswith(f"spare-worker-{spare}-")]) == 1, result.pods  # in place
+    kept = 3 - rank1[0]  # never deleted (the spare or, when worker 0 was the spare, rank 0 of the first round)
+    assert len([p for p in result.pods if p.name.startswith(f"spare-worker-{kept}-")]) == 1, result.pods  # in place
     assert result.settled_seconds is not None
     print(
         f"rank 1's pod (worker {rank1[0]}) deleted at step 30/{steps}: the spare (worker {spare}) took its place, the "
