@@ -1,6 +1,7 @@
 #!/bin/sh
 #: dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <command...>` on the launcher:
-#: 1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart for 30 s, then MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
+#: 1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 0.25 s apart for 30 s, logged once a second, then MPI_WAIT_INTERVAL
+#:    s; 1 s where sleep takes whole seconds only) until MPI_WAIT_MIN
 #:    (default: all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on
 #:    timeout it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
 #:    With MPI_SPARES (hot spares, mpi.spareWorkers) it waits for all but that many, and the first of them in
@@ -57,6 +58,8 @@ probe() {
   why="resolves, but ssh fails (exit $rc): ${msg:-no message, read the sshd log of the worker}"
   return 1
 }
+tick=0.25
+sleep 0.01 2>/dev/null || tick=1 # a sleep that takes whole seconds only
 # on_hosts <function> <host>...: runs "<function> <host>" for each host, 32 at a time, and prints what they print
 on_hosts() {
   fn="$1"; shift
@@ -92,6 +95,7 @@ choose_ranks() {
 wait_workers() {
   say "waiting up to ${MPI_WAIT_TIMEOUT}s until $need of $total worker(s) resolve and accept SSH on port $MPI_SSH_PORT"
   start=$(date +%s)
+  said=-1
   # workers just found lost are probed only when the others are not enough: a vanished pod's address can take
   # seconds to time out, and a spare may make them up already
   pending=""
@@ -135,10 +139,14 @@ EOF
       echo "mpi-launcher: 'does not resolve': the worker pod has no IP yet (pending, pulling, failed): kubectl get pods -l app.kubernetes.io/instance=$MPI_RELEASE,app.kubernetes.io/component=worker and the pods' events. 'ssh fails': read the worker's log (sshd). Raise mpi.waitForWorkers.timeoutSeconds, or enable gang scheduling (gang.scheduler) so that all pods start together." >&2
       exit 1
     fi
-    say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
-    # workers started together, or a replacement the Job is making, come up within seconds: the rounds of the first
-    # 30 s come 1 s apart, later ones every MPI_WAIT_INTERVAL s
-    pause=1
+    if [ "$elapsed" -ne "$said" ]; then
+      say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
+      said="$elapsed"
+    fi
+    # workers started together, or a replacement the Job is making, come up within seconds, and the command starts
+    # on the round after the last one does: the rounds of the first 30 s come soon, later ones every
+    # MPI_WAIT_INTERVAL s
+    pause="$tick"
     [ "$elapsed" -ge 30 ] && pause="$MPI_WAIT_INTERVAL"
     sleep "$pause" &
     wait $!

@@ -2,7 +2,8 @@
 #: dl-common.mpi.sshdScript: POSIX sh that runs sshd in the foreground on a worker (or on a launcher that
 #: runs ranks, with "&"): checks that the image has sshd, writes the container environment to
 #: <ssh dir>/environment for SSH sessions, starts `sshd -De`, and exits 0 when the launcher releases the
-#: worker (it creates <ssh dir>/mpi-done over SSH after a successful run), and 143 when terminated from outside
+#: worker (it creates <ssh dir>/mpi-done over SSH after a successful run; looked for every 0.25 s, or every second
+#: where sleep takes whole seconds only, for the Job's verdict follows the last worker's exit), and 143 when terminated from outside
 #: (a deleted worker is a failed one, which the Job replaces, not a completed index). On a worker it runs under the
 #: dl-common watchdog, which stops it once the launcher pod is gone (launcher failed for good, or release
 #: signal missed).
@@ -37,6 +38,8 @@ rm -f "$dir/mpi-done"
 "$sshd" -D -e -f "$dir/sshd_config" &
 pid=$!
 stopping=0
+tick=0.25
+sleep 0.01 2>/dev/null || tick=1 # a sleep that takes whole seconds only
 trap 'stopping=1; kill -TERM "$pid" 2>/dev/null' TERM INT
 say "sshd (pid $pid) listens on port $MPI_SSH_PORT for user $(id -un 2>/dev/null || id -u); waiting for the launcher"
 while kill -0 "$pid" 2>/dev/null; do
@@ -46,7 +49,7 @@ while kill -0 "$pid" 2>/dev/null; do
     wait "$pid" 2>/dev/null
     exit 0
   fi
-  sleep 1 &
+  sleep "$tick" &
   wait $!
 done
 rc=0

@@ -1,8 +1,10 @@
 # shellcheck shell=sh
 #: dl-common.peers.waitScript: POSIX sh (busybox) that expands DL_PEER_GROUPS ("<job>:<count> ...") into
 #: "<job>-<i>.$DL_PEER_DOMAIN" names and waits until every one resolves, logging progress after each round;
-#: the rounds of the first 30 s come 1 s apart, later ones every DL_PEER_INTERVAL seconds (peers started together
-#: resolve within seconds of each other, so the first rounds come soon; late ones are polled at the interval);
+#: the rounds of the first 30 s come a quarter second apart (logged once a second; a shell whose sleep takes only
+#: whole seconds sleeps 1 s), later ones every DL_PEER_INTERVAL seconds (peers started together resolve within
+#: seconds of each other, and the main container starts on the round after the last one does: the first rounds
+#: come soon; late ones are polled at the interval);
 #: after DL_PEER_TIMEOUT seconds it prints which peers are missing and exits 1.
 #: busybox nslookup applies no search list to dotted names, so the script appends the cluster domain it
 #: reads from the pod's own resolv.conf (the "svc.<domain>" search entry) instead of hard-coding one.
@@ -26,6 +28,9 @@ done
 # shellcheck disable=SC2086 # $pending: DNS names split into words on purpose (they hold no glob characters)
 total=$(echo $pending | wc -w)
 start=$(date +%s)
+said=-1
+tick=0.25
+sleep 0.01 2>/dev/null || tick=1 # a sleep that takes whole seconds only
 echo "peer-wait: waiting up to ${DL_PEER_TIMEOUT}s for $total peer(s) of $DL_PEER_DOMAIN to resolve"
 while :; do
   left=""
@@ -46,8 +51,9 @@ while :; do
     exit 1
   fi
   first="${pending# }"
-  echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
-  pause=1
-  [ "$elapsed" -ge 30 ] && pause="$DL_PEER_INTERVAL"
-  sleep "$pause"
+  if [ "$elapsed" -ne "$said" ]; then
+    echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
+    said="$elapsed"
+  fi
+  if [ "$elapsed" -ge 30 ]; then sleep "$DL_PEER_INTERVAL"; else sleep "$tick"; fi
 done

@@ -26,13 +26,16 @@
 #: training pods made before its previous round, so that all start again together with the replacement.
 #: It exits 0 once every Job has finished (without node loss handling: once every index has started), or after it
 #: failed the release; 1 when the API server keeps refusing it. While it guards a lost node it waits between two
-#: rounds on a watch of one unfinished Job, so that it ends within a second of the last Job's end, not up to
-#: DL_START_INTERVAL later (`dlcharts run` and the release's every-pod-ended wait for it). It reaches the API
+#: rounds on a watch of each unfinished Job, so that it ends within a second of the last Job's end, not up to
+#: DL_START_INTERVAL later (`dlcharts run` and the release's every-pod-ended wait for it), and starts its next round
+#: as soon as a Job counts a failed pod. It reaches the API
 #: server through the kubernetes Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
 import json
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -91,29 +94,49 @@ def call(method, path, body=None):
         return json.load(response)
 
 
-def until_finished(name, seconds):
-    """Wait up to ``seconds`` for Job ``name`` to finish, on a watch of it (the Role's watch on the release's Jobs
-    by name); True when it did. The watch's first event is the Job as it is now."""
+def until_changed(name, seconds):
+    """Wait up to ``seconds`` for Job ``name`` to finish or to count one more failed pod, on a watch of it (the
+    Role's watch on the release's Jobs by name); True when it did. The watch's first event is the Job as it is now."""
     query = urllib.parse.urlencode({"fieldSelector": "metadata.name=" + name, "watch": "1", "timeoutSeconds": seconds})
     path = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs?{query}"
+    failures = None
     with urllib.request.urlopen(request_of("GET", path), context=TLS, timeout=seconds + 30) as stream:
         for line in stream:
             event = json.loads(line)
-            if event.get("type") in ("ADDED", "MODIFIED") and finished(event.get("object") or {}):
+            if event.get("type") not in ("ADDED", "MODIFIED"):
+                continue
+            job = event.get("object") or {}
+            count = (job.get("status") or {}).get("failed") or 0
+            if finished(job) or failures is not None and count != failures:
                 return True
+            failures = count
     return False
 
 
 def pause(jobs):
-    """Between two rounds: DL_START_INTERVAL seconds, cut short when the guard watches a Job to its end."""
+    """Between two rounds: DL_START_INTERVAL seconds, cut short when the guard sees a Job of the release finish or
+    count a failed pod, on a watch of each unfinished Job (the Role may watch them by name only, so one each, side by
+    side): the next round then handles a lost or deleted pod at once, and the last Job's end ends the watch."""
     began = time.monotonic()
-    unfinished = sorted(name for name, job in jobs.items() if not finished(job))
+    unfinished = [name for name in JOBS if name in jobs and not finished(jobs[name])]
     if NODE_LOSS and unfinished:
-        try:
-            if until_finished(unfinished[0], INTERVAL):
-                return
-        except (OSError, ValueError) as exc:  # the next round's reads report an API server that keeps refusing
-            say(f"the watch of Job {unfinished[0]} ended early: {exc}")
+        results = queue.Queue()
+
+        def watch(name):
+            try:
+                results.put(until_changed(name, INTERVAL))
+            except (OSError, ValueError) as exc:  # the next round's reads report an API server that keeps refusing
+                say(f"the watch of Job {name} ended early: {exc}")
+                results.put(False)
+
+        for name in unfinished:
+            threading.Thread(target=watch, args=(name,), daemon=True).start()
+        for _ in unfinished:
+            try:
+                if results.get(timeout=max(0.0, INTERVAL + 30 - (time.monotonic() - began))):
+                    return
+            except queue.Empty:
+                break
     time.sleep(max(0.0, INTERVAL - (time.monotonic() - began)))
 
 

@@ -46,7 +46,8 @@ printf '%s\n' "$found" | awk 'NF { print $1 ":" $3 }' | sort -V
 
 {{/*
 dl-common.mpi.launcherScript: POSIX sh run as `sh /etc/mpi/mpi-launcher.sh <command...>` on the launcher:
-1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 1 s apart for 30 s, then MPI_WAIT_INTERVAL s) until MPI_WAIT_MIN
+1. waits (bounded by MPI_WAIT_TIMEOUT; rounds 0.25 s apart for 30 s, logged once a second, then MPI_WAIT_INTERVAL
+   s; 1 s where sleep takes whole seconds only) until MPI_WAIT_MIN
    (default: all) workers of MPI_PEER_GROUPS resolve in DNS AND accept an SSH login with the release key; on
    timeout it lists the missing workers with the reason (no DNS / ssh error) and exits 1;
    With MPI_SPARES (hot spares, mpi.spareWorkers) it waits for all but that many, and the first of them in
@@ -106,6 +107,8 @@ probe() {
   why="resolves, but ssh fails (exit $rc): ${msg:-no message, read the sshd log of the worker}"
   return 1
 }
+tick=0.25
+sleep 0.01 2>/dev/null || tick=1 # a sleep that takes whole seconds only
 # on_hosts <function> <host>...: runs "<function> <host>" for each host, 32 at a time, and prints what they print
 on_hosts() {
   fn="$1"; shift
@@ -140,6 +143,7 @@ choose_ranks() {
 wait_workers() {
   say "waiting up to ${MPI_WAIT_TIMEOUT}s until $need of $total worker(s) resolve and accept SSH on port $MPI_SSH_PORT"
   start=$(date +%s)
+  said=-1
   # workers just found lost are probed only when the others are not enough: a vanished pod's address can take
   # seconds to time out, and a spare may make them up already
   pending=""
@@ -181,10 +185,14 @@ EOF
       echo "mpi-launcher: 'does not resolve': the worker pod has no IP yet (pending, pulling, failed): kubectl get pods -l app.kubernetes.io/instance=$MPI_RELEASE,app.kubernetes.io/component=worker and the pods' events. 'ssh fails': read the worker's log (sshd). Raise mpi.waitForWorkers.timeoutSeconds, or enable gang scheduling (gang.scheduler) so that all pods start together." >&2
       exit 1
     fi
-    say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
-    # workers started together, or a replacement the Job is making, come up within seconds: the rounds of the first
-    # 30 s come 1 s apart, later ones every MPI_WAIT_INTERVAL s
-    pause=1
+    if [ "$elapsed" -ne "$said" ]; then
+      say "$ready of $total worker(s) accept SSH; waiting for $((need - ready)) more, e.g. $first: $firstwhy (${elapsed}s of ${MPI_WAIT_TIMEOUT}s)"
+      said="$elapsed"
+    fi
+    # workers started together, or a replacement the Job is making, come up within seconds, and the command starts
+    # on the round after the last one does: the rounds of the first 30 s come soon, later ones every
+    # MPI_WAIT_INTERVAL s
+    pause="$tick"
     [ "$elapsed" -ge 30 ] && pause="$MPI_WAIT_INTERVAL"
     sleep "$pause" &
     wait $!
@@ -336,7 +344,8 @@ say "SSH key and configuration are ready in $dir"
 dl-common.mpi.sshdScript: POSIX sh that runs sshd in the foreground on a worker (or on a launcher that
 runs ranks, with "&"): checks that the image has sshd, writes the container environment to
 <ssh dir>/environment for SSH sessions, starts `sshd -De`, and exits 0 when the launcher releases the
-worker (it creates <ssh dir>/mpi-done over SSH after a successful run), and 143 when terminated from outside
+worker (it creates <ssh dir>/mpi-done over SSH after a successful run; looked for every 0.25 s, or every second
+where sleep takes whole seconds only, for the Job's verdict follows the last worker's exit), and 143 when terminated from outside
 (a deleted worker is a failed one, which the Job replaces, not a completed index). On a worker it runs under the
 dl-common watchdog, which stops it once the launcher pod is gone (launcher failed for good, or release
 signal missed).
@@ -375,6 +384,8 @@ rm -f "$dir/mpi-done"
 "$sshd" -D -e -f "$dir/sshd_config" &
 pid=$!
 stopping=0
+tick=0.25
+sleep 0.01 2>/dev/null || tick=1 # a sleep that takes whole seconds only
 trap 'stopping=1; kill -TERM "$pid" 2>/dev/null' TERM INT
 say "sshd (pid $pid) listens on port $MPI_SSH_PORT for user $(id -un 2>/dev/null || id -u); waiting for the launcher"
 while kill -0 "$pid" 2>/dev/null; do
@@ -384,7 +395,7 @@ while kill -0 "$pid" 2>/dev/null; do
     wait "$pid" 2>/dev/null
     exit 0
   fi
-  sleep 1 &
+  sleep "$tick" &
   wait $!
 done
 rc=0
@@ -400,8 +411,10 @@ exit "$rc"
 {{/*
 dl-common.peers.waitScript: POSIX sh (busybox) that expands DL_PEER_GROUPS ("<job>:<count> ...") into
 "<job>-<i>.$DL_PEER_DOMAIN" names and waits until every one resolves, logging progress after each round;
-the rounds of the first 30 s come 1 s apart, later ones every DL_PEER_INTERVAL seconds (peers started together
-resolve within seconds of each other, so the first rounds come soon; late ones are polled at the interval);
+the rounds of the first 30 s come a quarter second apart (logged once a second; a shell whose sleep takes only
+whole seconds sleeps 1 s), later ones every DL_PEER_INTERVAL seconds (peers started together resolve within
+seconds of each other, and the main container starts on the round after the last one does: the first rounds
+come soon; late ones are polled at the interval);
 after DL_PEER_TIMEOUT seconds it prints which peers are missing and exits 1.
 busybox nslookup applies no search list to dotted names, so the script appends the cluster domain it
 reads from the pod's own resolv.conf (the "svc.<domain>" search entry) instead of hard-coding one.
@@ -426,6 +439,9 @@ for g in $DL_PEER_GROUPS; do
 done
 total=$(echo $pending | wc -w)
 start=$(date +%s)
+said=-1
+tick=0.25
+sleep 0.01 2>/dev/null || tick=1 # a sleep that takes whole seconds only
 echo "peer-wait: waiting up to ${DL_PEER_TIMEOUT}s for $total peer(s) of $DL_PEER_DOMAIN to resolve"
 while :; do
   left=""
@@ -444,10 +460,11 @@ while :; do
     exit 1
   fi
   first="${pending# }"
-  echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
-  pause=1
-  [ "$elapsed" -ge 30 ] && pause="$DL_PEER_INTERVAL"
-  sleep "$pause"
+  if [ "$elapsed" -ne "$said" ]; then
+    echo "peer-wait: $missing of $total peer(s) do not resolve yet (first: ${first%% *}); ${elapsed}s of ${DL_PEER_TIMEOUT}s"
+    said="$elapsed"
+  fi
+  if [ "$elapsed" -ge 30 ]; then sleep "$DL_PEER_INTERVAL"; else sleep "$tick"; fi
 done
 {{- end -}}
 
@@ -480,8 +497,9 @@ forever), once the training Jobs' failed count rises (a pod deleted, or one that
 training pods made before its previous round, so that all start again together with the replacement.
 It exits 0 once every Job has finished (without node loss handling: once every index has started), or after it
 failed the release; 1 when the API server keeps refusing it. While it guards a lost node it waits between two
-rounds on a watch of one unfinished Job, so that it ends within a second of the last Job's end, not up to
-DL_START_INTERVAL later (`dlcharts run` and the release's every-pod-ended wait for it). It reaches the API
+rounds on a watch of each unfinished Job, so that it ends within a second of the last Job's end, not up to
+DL_START_INTERVAL later (`dlcharts run` and the release's every-pod-ended wait for it), and starts its next round
+as soon as a Job counts a failed pod. It reaches the API
 server through the kubernetes Service (KUBERNETES_SERVICE_HOST/PORT), or at DL_START_API when set.
 the grace period of a survivor's eviction: its ranks are stuck in a collective with a dead peer, and a process
 blocked in a socket call may not act on SIGTERM; a full grace period would only delay the restart
@@ -490,8 +508,10 @@ Source: scripts/start_watch.py.
 {{- define "dl-common.startWatch.script" -}}
 import json
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -548,29 +568,49 @@ def call(method, path, body=None):
         return json.load(response)
 
 
-def until_finished(name, seconds):
-    """Wait up to ``seconds`` for Job ``name`` to finish, on a watch of it (the Role's watch on the release's Jobs
-    by name); True when it did. The watch's first event is the Job as it is now."""
+def until_changed(name, seconds):
+    """Wait up to ``seconds`` for Job ``name`` to finish or to count one more failed pod, on a watch of it (the
+    Role's watch on the release's Jobs by name); True when it did. The watch's first event is the Job as it is now."""
     query = urllib.parse.urlencode({"fieldSelector": "metadata.name=" + name, "watch": "1", "timeoutSeconds": seconds})
     path = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs?{query}"
+    failures = None
     with urllib.request.urlopen(request_of("GET", path), context=TLS, timeout=seconds + 30) as stream:
         for line in stream:
             event = json.loads(line)
-            if event.get("type") in ("ADDED", "MODIFIED") and finished(event.get("object") or {}):
+            if event.get("type") not in ("ADDED", "MODIFIED"):
+                continue
+            job = event.get("object") or {}
+            count = (job.get("status") or {}).get("failed") or 0
+            if finished(job) or failures is not None and count != failures:
                 return True
+            failures = count
     return False
 
 
 def pause(jobs):
-    """Between two rounds: DL_START_INTERVAL seconds, cut short when the guard watches a Job to its end."""
+    """Between two rounds: DL_START_INTERVAL seconds, cut short when the guard sees a Job of the release finish or
+    count a failed pod, on a watch of each unfinished Job (the Role may watch them by name only, so one each, side by
+    side): the next round then handles a lost or deleted pod at once, and the last Job's end ends the watch."""
     began = time.monotonic()
-    unfinished = sorted(name for name, job in jobs.items() if not finished(job))
+    unfinished = [name for name in JOBS if name in jobs and not finished(jobs[name])]
     if NODE_LOSS and unfinished:
-        try:
-            if until_finished(unfinished[0], INTERVAL):
-                return
-        except (OSError, ValueError) as exc:  # the next round's reads report an API server that keeps refusing
-            say(f"the watch of Job {unfinished[0]} ended early: {exc}")
+        results = queue.Queue()
+
+        def watch(name):
+            try:
+                results.put(until_changed(name, INTERVAL))
+            except (OSError, ValueError) as exc:  # the next round's reads report an API server that keeps refusing
+                say(f"the watch of Job {name} ended early: {exc}")
+                results.put(False)
+
+        for name in unfinished:
+            threading.Thread(target=watch, args=(name,), daemon=True).start()
+        for _ in unfinished:
+            try:
+                if results.get(timeout=max(0.0, INTERVAL + 30 - (time.monotonic() - began))):
+                    return
+            except queue.Empty:
+                break
     time.sleep(max(0.0, INTERVAL - (time.monotonic() - began)))
 
 

@@ -289,3 +289,46 @@ def test_the_mpi_launcher_runs_the_ranks_on_all_but_the_spares_and_takes_a_spare
     assert proc.stdout.count("waiting up to 5s until 2 of 3 worker(s) resolve and accept SSH") == 2
     assert "releasing them and the spare(s)" in proc.stdout
     assert [(workers / host / "mpi-done").exists() for host in SPARED] == [True, False, True]
+
+
+# resolves a name once it has been asked for it CALLS_BEFORE times (a pod whose address appears a moment later)
+FAKE_NSLOOKUP = """#!/bin/sh
+calls="$PEERS/$(echo "$1" | cut -d. -f1)"
+echo x >> "$calls"
+[ -e "$PEERS/never" ] && exit 1
+[ "$(wc -l < "$calls")" -gt "$CALLS_BEFORE" ] && printf 'Server: 10.96.0.10\\nName: %s\\nAddress: 10.0.0.1\\n' "$1"
+"""
+
+
+def peer_wait(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nslookup").write_text(FAKE_NSLOOKUP)
+    (tmp_path / "bin" / "nslookup").chmod(0o755)
+    variables = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PEERS": str(tmp_path), "DL_PEER_GROUPS": "rel-worker:2",
+                 "DL_PEER_DOMAIN": "rel.ns.svc", "DL_PEER_TIMEOUT": "60", "DL_PEER_INTERVAL": "5",
+                 "DL_RELEASE": "rel", **env}  # fmt: skip
+    return subprocess.run(["dash", str(LIBRARY / "scripts" / "peer-wait.sh")], env=variables, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+
+
+def test_the_peer_wait_polls_sub_second_and_logs_once_a_second(tmp_path):
+    proc = peer_wait(tmp_path, CALLS_BEFORE="6")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "peer-wait: waiting up to 60s for 2 peer(s) of rel.ns.svc to resolve"
+    assert re.fullmatch(r"peer-wait: all 2 peer\(s\) resolve \(after [0-3]s\)", lines[-1]), lines
+    said = [re.fullmatch(r"peer-wait: 2 of 2 peer\(s\) do not resolve yet \(first: rel-worker-0.rel.ns.svc\); "
+                         r"(\d+)s of 60s", line) for line in lines[1:-1]]  # fmt: skip
+    assert all(said) and said, lines
+    seconds = [m.group(1) for m in said if m]
+    assert len(seconds) == len(set(seconds)), lines  # six rounds before the names resolve, one line a second
+    assert (tmp_path / "rel-worker-1").read_text().count("x") == 7
+
+
+def test_the_peer_wait_names_the_peers_that_never_resolve_and_fails(tmp_path):
+    (tmp_path / "never").touch()
+    proc = peer_wait(tmp_path, CALLS_BEFORE="0", DL_PEER_TIMEOUT="1")
+    assert proc.returncode == 1
+    assert "peer-wait: ERROR: after 1s, 2 of 2 peer(s) still do not resolve:" in proc.stderr
+    assert "rel-worker-0.rel.ns.svc\nrel-worker-1.rel.ns.svc\n" in proc.stderr
+    assert "Raise peerWait.timeoutSeconds, or enable gang scheduling (gang.scheduler)" in proc.stderr

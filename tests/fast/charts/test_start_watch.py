@@ -99,6 +99,7 @@ class Api:
         self.evictions: list[tuple[str, dict[str, Any]]] = []
         self.resets: set[str] = set()
         self.finish_on_watch: set[str] = set()  # the Jobs that a watch of them sees finish
+        self.fail_on_watch: set[str] = set()  # the Jobs that the next watch of them sees count a failed pod (once)
         self.fail_from_get: dict[str, int] = {}  # a Job's status.failed is 1 from its n-th GET on
         self.gets: dict[str, int] = {}
         self.watched: list[str] = []
@@ -145,8 +146,13 @@ class Api:
             assert path.startswith("/apis/batch/v1/namespaces/ns/jobs?") and query["timeoutSeconds"] == ["5"], path
             name = query["fieldSelector"][0].removeprefix("metadata.name=")
             self.watched.append(name)
+            added = json.dumps({"type": "ADDED", "object": copy.deepcopy(self.jobs[name])})
+            if name in self.fail_on_watch:
+                self.fail_on_watch.discard(name)
+                self.jobs[name]["status"]["failed"] = self.jobs[name]["status"].get("failed", 0) + 1
+                return io.BytesIO(f"{added}\n{json.dumps({'type': 'MODIFIED', 'object': self.jobs[name]})}".encode())
             if name not in self.finish_on_watch:
-                return io.BytesIO(b"")  # the watch timed out with no change
+                return io.BytesIO(added.encode())  # the watch timed out with no change
             self.jobs[name]["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
             event = {"type": "MODIFIED", "object": self.jobs[name]}
             return io.BytesIO(
@@ -455,11 +461,30 @@ def test_a_guarding_watch_waits_on_a_watch_of_an_unfinished_job_and_ends_as_soon
         [job("train-ps"), job("train-worker")], [running("train-ps", 0, "ps"), running("train-worker", 0, "worker")]
     )
     assert watch(monkeypatch, api, jobs="train-ps:1 train-worker:1", node_loss="recover", rounds=2)[0] is None
-    assert api.watched == ["train-ps", "train-ps"]  # nothing finished: each round's wait is a watch that timed out
+    # nothing finished: each round's wait is a watch of each Job, side by side, that timed out
+    assert sorted(api.watched) == ["train-ps", "train-ps", "train-worker", "train-worker"]
     api.finish_on_watch = {"train-ps", "train-worker"}
     code, out = watch(monkeypatch, api, jobs="train-ps:1 train-worker:1", node_loss="recover", rounds=1)
     assert code == 0 and "every Job of the release has finished; done" in out, out
-    assert api.watched[2:] == ["train-ps", "train-worker"]  # no sleep: each wait ended at its Job's end
+    assert sorted(api.watched[4:]) == ["train-ps", "train-worker"]  # no sleep: the wait ended at the Jobs' end
+
+
+def test_a_failed_pod_in_any_job_starts_the_guards_next_round_at_once(monkeypatch):
+    pods = [running("train-scheduler", 0, "scheduler"), running("train-server", 0, "server")]
+    pods += [
+        running("train-server", 1, "server"),
+        running("train-worker", 0, "worker"),
+        running("train-worker", 1, "worker"),
+    ]
+    api = Api([job("train-scheduler"), job("train-server"), job("train-worker")], pods)
+    api.fail_on_watch = {"train-worker"}
+    jobs = "train-scheduler:1 train-server:2 train-worker:2"
+    code, out = watch(monkeypatch, api, jobs=jobs, node_loss="recover", restart_on_failure=True, rounds=1)
+    assert code is None, out
+    # the first wait ended at the failure, with no sleep; the second round evicted, then waited out its watches
+    assert sorted(api.watched) == sorted(["train-scheduler", "train-server", "train-worker"] * 2), api.watched
+    assert "a training pod failed or was deleted (1 more failure(s) in the release's Jobs)" in out, out
+    assert len(api.evictions) == 5
 
 
 def test_without_node_loss_handling_the_watch_sleeps_between_rounds_and_watches_nothing(monkeypatch):
