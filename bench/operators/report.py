@@ -61,6 +61,8 @@ def report_real(runs: list[dict[str, Any]]) -> None:
         "`python -m bench.operators real` on one embedded cluster with 2 real nodes (on one machine: 2 CPU cores, "
         "see the load column), one run after another; the operators' jobs run our chart's program, image, "
         "resources and processes (one per pod: PyTorchJob with nprocPerNode 1, TrainJob numProcPerNode 1). "
+        "Times from the job's create in a namespace that exists: ours from `dlcharts run`'s job (its check for an "
+        "earlier release, helm install), the operators' from the resource's POST. "
         "Trainer v2 has no TensorFlow runtime (kubeflow/trainer issue 2443)."
     )
     block = model.table("real", REAL_COLUMNS, merged("real", real_rows(runs), key=2), caption=caption)
