@@ -3,10 +3,10 @@
 #: runs ranks, with "&"): checks that the image has sshd, writes the container environment to
 #: <ssh dir>/environment for SSH sessions, starts `sshd -De`, and exits 0 when the launcher releases the
 #: worker (it creates <ssh dir>/mpi-done over SSH after a successful run; looked for every 0.25 s, or every second
-#: where sleep takes whole seconds only, for the Job's verdict follows the last worker's exit), and 143 when terminated from outside
-#: (a deleted worker is a failed one, which the Job replaces, not a completed index). On a worker it runs under the
-#: dl-common watchdog, which stops it once the launcher pod is gone (launcher failed for good, or release
-#: signal missed).
+#: where sleep takes whole seconds only, for the Job's verdict follows the last worker's exit), and 143 when
+#: terminated from outside (a deleted worker is a failed one, which the Job replaces, not a completed index). On a
+#: worker it runs under the dl-common watchdog, which stops it once the launcher pod is gone (launcher failed for
+#: good, or release signal missed).
 # mpi-sshd: the SSH server MPI launchers start ranks through (dl-charts)
 set -u
 say() { echo "mpi-sshd: $*"; }
