@@ -107,15 +107,15 @@ def _job_of(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
 
 
 def program(container: dict[str, Any]) -> list[str]:
-    """The program a container of ours runs: its args when its command is our shell wrapper (``/bin/sh -c SCRIPT
-    dl-entrypoint``, which composes TF_CONFIG and the like, then runs ``"$@"``); what follows the script under
-    pytorch-dist's in-pod reruns (``sh -c SCRIPT torchrun``); else command and args."""
-    command, args = list(container.get("command") or []), list(container.get("args") or [])
-    if command[:2] == ["/bin/sh", "-c"] and command[3:4] == ["dl-entrypoint"]:
-        return args
-    if command[:2] == ["sh", "-c"]:
-        return command[3:] + args
-    return command + args
+    """The program a container of ours runs, past our shell wrappers: the entrypoint wrapper (``/bin/sh -c SCRIPT
+    dl-entrypoint``, which waits for the peers and composes TF_CONFIG and the like, then runs ``"$@"``) and
+    pytorch-dist's in-pod reruns (``sh -c SCRIPT torchrun``, whose ``$0`` is the program)."""
+    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+    while argv[:2] == ["/bin/sh", "-c"] and argv[3:4] == ["dl-entrypoint"]:
+        argv = argv[4:]
+    if argv[:2] == ["sh", "-c"]:
+        argv = argv[3:]
+    return argv
 
 
 def pod_template(docs: list[dict[str, Any]], component: str, name: str) -> dict[str, Any]:

@@ -63,6 +63,7 @@ def main_container(job: dict[str, Any]) -> dict[str, Any]:
 
 CLUSTER_DIR_ENV = "DL_CLUSTER_DIR"  # where a pod finds the release's cluster ConfigMap (dl-common.cluster.*)
 ENTRYPOINT_NAME = "dl-entrypoint"  # $0 of the charts' entrypoint wrapper (dl-common.pod.command)
+PEER_GROUPS_ENV = "DL_PEER_GROUPS"  # the pods the peer wait (dl-common.peers.waitScript) waits for
 
 # Stands in for the program the wrapper execs: writes its environment and arguments as JSON to argv[1].
 _PROBE = "\n".join(
@@ -94,8 +95,9 @@ def has_entrypoint(container: dict[str, Any]) -> bool:
 def start_container(container: dict[str, Any], index: int, cluster_files: dict[str, str]) -> Started:
     """Run the entrypoint wrapper of ``container`` (pod ``index`` of an Indexed Job) here, as the container
     would start: with the container's expanded env, the cluster ConfigMap's ``cluster_files`` (name -> text)
-    in a folder that stands for its mount, and a probe in place of the program that the wrapper execs. The
-    wrapper's own shell code runs unchanged (POSIX sh), so this shows what the program really receives."""
+    in a folder that stands for its mount, no peers for its peer wait, and a probe in place of the program that the
+    wrapper execs. The wrapper's own shell code runs unchanged (POSIX sh), so this shows what the program really
+    receives."""
     if not has_entrypoint(container):
         raise ValueError(f"container {container.get('name')!r} has no entrypoint wrapper")
     env = container_env(container, index)
@@ -107,6 +109,8 @@ def start_container(container: dict[str, Any], index: int, cluster_files: dict[s
         for name, text in cluster_files.items():
             (folder / name).write_text(text)
         env[CLUSTER_DIR_ENV] = str(folder)
+        if PEER_GROUPS_ENV in env:  # the wrapper's peer wait has no pods to wait for here: it ends at once
+            env[PEER_GROUPS_ENV] = ""
         env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
         out = Path(tmp) / "probe.json"
         argv = ["/bin/sh", "-c", command[2], ENTRYPOINT_NAME, sys.executable, "-c", _PROBE, str(out),

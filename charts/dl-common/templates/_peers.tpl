@@ -75,18 +75,47 @@ dl-common.peers.waitEnv: the environment of the wait script (internal; see dl-co
 {{- end -}}
 
 {{/*
+dl-common.peers.waitIn: where a pod waits until every pod of "roles" (role -> count) resolves in DNS: "main" (the
+main container runs the wait before its program, dl-common.peers.inlineWait: the program starts the moment the last
+peer resolves, where an init container's exit waits for the kubelet's next look at the pod, about a second), "init"
+(dl-common.peers.waitContainer: peerWait.initContainer is set, or the role runs its image's own entrypoint, which no
+wrapper can go before), or "" (peerWait.enabled is false, or "roles" holds no pod). "settings" is the role's.
+  {{- if eq (include "dl-common.peers.waitIn" (dict "roles" $roles "settings" $s "context" $)) "main" }}...{{ end }}
+*/}}
+{{- define "dl-common.peers.waitIn" -}}
+{{- $pw := .context.Values.peerWait -}}
+{{- if and $pw.enabled (gt (int (include "dl-common.peers.total" .)) 0) -}}
+{{- ternary "init" "main" (or $pw.initContainer (.settings | default dict).imageEntrypoint | default false) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+dl-common.peers.inlineWait: the wait (dl-common.peers.waitScript) as the main container runs it before its program,
+in a subshell so that its own exits end only the wait, when dl-common.peers.waitIn says "main"; else nothing. Its
+environment comes from dl-common.pod.env (dl-common.peers.waitEnv). Composed into the entrypoint wrapper by
+dl-common.pod.command.
+*/}}
+{{- define "dl-common.peers.inlineWait" -}}
+{{- if eq (include "dl-common.peers.waitIn" .) "main" -}}
+(
+{{ include "dl-common.peers.waitScript" . }}
+) || exit 1
+{{- end -}}
+{{- end -}}
+
+{{/*
 dl-common.peers.waitContainer: a bounded, logged init container that waits until every pod of "roles"
 (role -> count) resolves in DNS, then lets the main container start; it fails the pod with a clear message
 after .Values.peerWait.timeoutSeconds. Image, interval and resources come from .Values.peerWait; the
-container securityContext from the role "settings". Renders one list item (or nothing when "roles" is
-empty or peerWait.enabled is false).
+container securityContext from the role "settings". Renders one list item when dl-common.peers.waitIn says
+"init", else nothing.
   initContainers:
     {{- include "dl-common.peers.waitContainer" (dict "roles" (dict "worker" 4) "settings" $s "context" $) | nindent 4 }}
 */}}
 {{- define "dl-common.peers.waitContainer" -}}
 {{- $pw := .context.Values.peerWait -}}
 {{- $image := $pw.image | default dict -}}
-{{- if and $pw.enabled (gt (int (include "dl-common.peers.total" .)) 0) -}}
+{{- if eq (include "dl-common.peers.waitIn" .) "init" -}}
 - name: peer-wait
   image: {{ include "dl-common.pod.image" (dict "image" $image "context" .context) | quote }}
   imagePullPolicy: {{ $image.pullPolicy | default "IfNotPresent" }}

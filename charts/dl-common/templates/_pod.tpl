@@ -55,7 +55,8 @@ dl-common.pod.env: the complete env list of a role's main container, in this ord
      "$(DL_TASK_INDEX)" (e.g. TF_CONFIG);
   2. "env": the chart's framework wiring (a list of EnvVar dicts), then the checkpoint contract
      (dl-common.checkpoint.env);
-  3. the watchdog's variables when "watch" (role -> count) is not empty;
+  3. the watchdog's variables when "watch" (role -> count) is not empty, and the peer wait's (dl-common.peers.waitEnv)
+     when the main container waits for "waitFor" (dl-common.peers.waitIn), each name once;
   4. defaults the user may override: HOME=/tmp (when settings.tmp.enabled), for a role without GPUs
      NVIDIA_VISIBLE_DEVICES=void (CUDA images would otherwise see every GPU of the node), and the chart's own
      "envDefaults" (a list of EnvVar dicts, e.g. pytorch-dist's PYTHONUNBUFFERED=1 for an image's own entrypoint);
@@ -70,6 +71,18 @@ A name set twice is an error reported by dl-common.validate.role (not silently d
 {{- $env = concat $env (.env | default list) (include "dl-common.checkpoint.env" . | fromYamlArray) -}}
 {{- if and .watch (not (include "dl-common.pod.watchSidecar" .)) -}}
 {{- $env = concat $env (include "dl-common.pod.watchEnv" . | fromJsonArray) -}}
+{{- end -}}
+{{- $waitFor := dict "roles" (.waitFor | default dict) "settings" $s "context" .context -}}
+{{- if eq (include "dl-common.peers.waitIn" $waitFor) "main" -}}
+{{- $names := dict -}}
+{{- range $env -}}
+{{- $_ := set $names .name true -}}
+{{- end -}}
+{{- range (include "dl-common.peers.waitEnv" (merge (dict "timeout" .context.Values.peerWait.timeoutSeconds) $waitFor) | fromYamlArray) -}}
+{{- if not (hasKey $names .name) -}}
+{{- $env = append $env . -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $userNames := dict -}}
 {{- range ($s.env | default list) -}}
@@ -158,7 +171,8 @@ with the entrypoint wrapper `/bin/sh -c <script; exec "$@"> dl-entrypoint` in fr
 front of the watchdog): "script" is POSIX sh that composes what would otherwise be copied into every pod
 (e.g. TF_CONFIG from the cluster ConfigMap, dl-common.cluster.*) and exports it, or appends flags with
 `set -- "$@" ...`; "sets" lists the env names it exports (dl-common.validate.role refuses them in env).
-A script that fails ends the container with its status before the program starts.
+A script that fails ends the container with its status before the program starts. When the main container waits
+for its peers ("waitFor", dl-common.peers.waitIn), the wait (dl-common.peers.inlineWait) opens the wrapper's script.
 With settings.imageEntrypoint the image's own ENTRYPOINT runs: no `command:`, and `args:` only when settings.args
 are given (else the image's CMD); the chart's program, "extraArgs", "entrypoint" and the watchdog wrapper do not
 apply (the chart gives the env instead; a watched role runs as dl-common.pod.watchSidecar).
@@ -180,7 +194,8 @@ args:
 {{- $args = .args | default list -}}
 {{- end -}}
 {{- $args = concat $args (.extraArgs | default list) -}}
-{{- $entrypoint := (.entrypoint | default dict).script | default "" -}}
+{{- $wait := include "dl-common.peers.inlineWait" (dict "roles" (.waitFor | default dict) "settings" $s "context" .context) -}}
+{{- $entrypoint := printf "%s\n%s" $wait ((.entrypoint | default dict).script | default "") | trim -}}
 {{- if or .watch $entrypoint -}}
 {{- if not $cmd -}}
 {{- fail (printf "dl-common.pod.command: a role run under the %s needs a command (set the role's command)" (ternary "watchdog" "entrypoint wrapper" (not (empty .watch)))) -}}
@@ -268,8 +283,8 @@ dl-common.pod.template: the pod template of a role's Indexed Job: labels (standa
 settings.podLabels), annotations (queue/gang + settings.podAnnotations + "podAnnotations"), subdomain =
 the headless Service (so the pod is "<job>-<i>.<service>.<namespace>.svc"), restartPolicy Never, no
 service links, no service account token unless settings.automountServiceAccountToken, placement
-(dl-common.scheduling.pod), the peer-wait init container for "waitFor" (role -> count) plus
-"initContainers", the main container (dl-common.pod.container) plus "sidecars", and volumes
+(dl-common.scheduling.pod), the peer-wait init container for "waitFor" (role -> count) where the wait is not the
+main container's (dl-common.peers.waitIn) plus "initContainers", the main container (dl-common.pod.container) plus "sidecars", and volumes
 (/dev/shm, /tmp, the checkpoint volume, the chart's "volumes", settings.volumes). "roles" (role -> count, all roles of the
 release) sizes the gang annotations. A watched role that runs its image's entrypoint has its program in a native
 sidecar and the watchdog as its container (dl-common.pod.watchSidecar), `kubectl logs` defaulting to the program. Takes every argument of dl-common.job.indexed.

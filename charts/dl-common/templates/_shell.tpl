@@ -409,16 +409,21 @@ exit "$rc"
 {{- end -}}
 
 {{/*
-dl-common.peers.waitScript: POSIX sh (busybox) that expands DL_PEER_GROUPS ("<job>:<count> ...") into
+dl-common.peers.waitScript: POSIX sh that expands DL_PEER_GROUPS ("<job>:<count> ...") into
 "<job>-<i>.$DL_PEER_DOMAIN" names and waits until every one resolves, logging progress after each round;
 the rounds of the first 30 s come a quarter second apart (logged once a second; a shell whose sleep takes only
 whole seconds sleeps 1 s), later ones every DL_PEER_INTERVAL seconds (peers started together resolve within
-seconds of each other, and the main container starts on the round after the last one does: the first rounds
+seconds of each other, and the program starts on the round after the last one does: the first rounds
 come soon; late ones are polled at the interval);
 after DL_PEER_TIMEOUT seconds it prints which peers are missing and exits 1.
-busybox nslookup applies no search list to dotted names, so the script appends the cluster domain it
-reads from the pod's own resolv.conf (the "svc.<domain>" search entry) instead of hard-coding one.
-Used by dl-common.peers.waitContainer and dl-common.peers.testPod.
+It looks each name up as the program will, with getent: the C library's resolver, /etc/hosts then DNS with the
+pod's search list (any glibc or musl image has it). The pod's own name counts only once DNS has it, as the
+program needs: torch's c10d host, for one, finds itself through DNS, and a host that does not becomes a client of
+itself (2 x 60 s). Else with nslookup (busybox, the init container's image), which applies no search list to
+dotted names, so the cluster domain is appended, read from the pod's own resolv.conf (the "svc.<domain>" search
+entry; none is hard-coded). An image with neither is told to wait in the init container (peerWait.initContainer).
+Runs in the main container before the program (dl-common.peers.inlineWait: in a subshell, so its exits end only
+the wait), or alone in dl-common.peers.waitContainer and dl-common.peers.testPod.
 Source: scripts/peer-wait.sh.
 */}}
 {{- define "dl-common.peers.waitScript" -}}
@@ -427,11 +432,14 @@ dom=""
 for s in $(sed -n 's/^search[[:space:]]*//p' /etc/resolv.conf); do
   case "$s" in svc.*) dom="${s#svc.}"; break ;; esac
 done
-resolves() {
-  name="$1"
-  if [ -n "$dom" ]; then name="$1.$dom"; fi
-  nslookup "$name" 2>/dev/null | grep -q '^Name:'
-}
+if command -v getent >/dev/null 2>&1; then
+  resolves() { getent hosts "$1" >/dev/null 2>&1; }
+elif command -v nslookup >/dev/null 2>&1; then
+  resolves() { nslookup "$1${dom:+.$dom}" 2>/dev/null | grep -q '^Name:'; }
+else
+  echo "peer-wait: ERROR: this image has neither getent nor nslookup to look up its peers with. Set peerWait.initContainer=true: the pod then waits in an init container of peerWait.image (busybox) before the program starts." >&2
+  exit 1
+fi
 pending=""
 for g in $DL_PEER_GROUPS; do
   job="${g%:*}"; n="${g##*:}"; i=0

@@ -316,12 +316,12 @@ def test_roles_that_cannot_start_end_within_their_bounds(
 ) -> None:
     """Two releases side by side, each with a role that cannot start:
 
-    - tf-noimage: the worker's image tag is not in the registry. Its pod still gets an IP (the sandbox and the
-      init container run; only the main container waits in ImagePullBackOff), so the chief's peer-wait
-      finds it and the chief's TensorFlow waits for it. Nothing fails on its own: the Jobs'
+    - tf-noimage: the worker's image tag is not in the registry. Its pod still gets an IP (the sandbox runs; only
+      the main container waits in ImagePullBackOff), so the chief's peer wait (in its main container, before
+      TensorFlow) finds it and the chief's TensorFlow waits for it. Nothing fails on its own: the Jobs'
       activeDeadlineSeconds ends both;
     - tf-nonode: no node accepts the chief (a nodeSelector nobody has), so it never gets an IP: the worker's
-      peer-wait gives up after peerWait.timeoutSeconds with its message, the worker Job fails (no retries
+      peer wait gives up after peerWait.timeoutSeconds with its message, the worker Job fails (no retries
       here), and the chief's Job ends at its activeDeadlineSeconds.
     """
     timeout, deadline = 30, 60
@@ -337,7 +337,7 @@ def test_roles_that_cannot_start_end_within_their_bounds(
     r_noimage = install_release(kube_api, embedded_cluster, namespace, "tf-noimage", noimage, tmp_path)
     r_nonode = install_release(kube_api, embedded_cluster, namespace, "tf-nonode", nonode, tmp_path)
 
-    # tf-noimage: the worker waits for its image with an IP; the chief's peer-wait passes and its program runs
+    # tf-noimage: the worker waits for its image with an IP; the chief's peer wait passes and its program runs
     def stuck_worker() -> dict[str, Any] | None:
         for pod in release_pods(kube_api, r_noimage):
             waiting = main_state(pod).get("waiting") or {}
@@ -352,11 +352,15 @@ def test_roles_that_cannot_start_end_within_their_bounds(
 
     worker = poll(stuck_worker, deadline, "the tf-noimage worker to wait for its image with an IP", interval=1)
     chief = poll(chief_running, deadline, "the tf-noimage chief to run", interval=1)
-    wait_log = logs(embedded_cluster, namespace, chief["metadata"]["name"], "peer-wait")
-    assert "peer-wait: all 2 peer(s) resolve" in wait_log, wait_log
+
+    def chief_waited() -> str | None:
+        text = logs(embedded_cluster, namespace, chief["metadata"]["name"], "chief")
+        return text if "peer-wait: all 2 peer(s) resolve" in text else None
+
+    wait_log = poll(chief_waited, deadline, "the tf-noimage chief's peer wait to pass", interval=1)
     print(
         f"tf-noimage: worker {worker['metadata']['name']} has IP {worker['status']['podIP']} while its image "
-        f"cannot be pulled; the chief's peer-wait passed: {wait_log.strip().splitlines()[-1]}"
+        f"cannot be pulled; the chief's peer wait passed: {wait_log.strip().splitlines()[-1]}"
     )
 
     # both releases end: every Job decided, nothing left Pending or Running
@@ -380,13 +384,13 @@ def test_roles_that_cannot_start_end_within_their_bounds(
     assert "DeadlineExceeded" in ends["tf-nonode-chief"][1], ends
     assert "MaxFailedIndexesExceeded" in ends["tf-nonode-worker"][1], ends
 
-    # tf-nonode: the worker's peer-wait named the chief and gave up after timeoutSeconds
+    # tf-nonode: the worker's peer wait named the chief and gave up after timeoutSeconds
     (failed,) = [p for p in release_pods(kube_api, r_nonode) if role_of(p) == "worker"]
-    text = logs(embedded_cluster, namespace, failed["metadata"]["name"], "peer-wait")
+    text = logs(embedded_cluster, namespace, failed["metadata"]["name"], "worker")
     match = re.search(r"peer-wait: ERROR: after (\d+)s, 1 of 2 peer\(s\) still do not resolve:\n(\S+)\n", text)
     assert match, text
     assert match.group(2) == f"tf-nonode-chief-0.tf-nonode.{namespace}.svc", text
     assert "Raise peerWait.timeoutSeconds, or enable gang scheduling" in text, text
     waited = int(match.group(1))
-    print(f"tf-nonode: the worker's peer-wait gave up after {waited}s (timeoutSeconds {timeout}): {match.group(0)!r}")
+    print(f"tf-nonode: the worker's peer wait gave up after {waited}s (timeoutSeconds {timeout}): {match.group(0)!r}")
     assert waited >= timeout, waited  # never before the timeout (how long after it is printed above)

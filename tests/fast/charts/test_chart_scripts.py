@@ -291,28 +291,39 @@ def test_the_mpi_launcher_runs_the_ranks_on_all_but_the_spares_and_takes_a_spare
     assert [(workers / host / "mpi-done").exists() for host in SPARED] == [True, False, True]
 
 
-# resolves a name once it has been asked for it CALLS_BEFORE times (a pod whose address appears a moment later)
-FAKE_NSLOOKUP = """#!/bin/sh
+# a name resolves once it has been asked for CALLS_BEFORE times (a pod whose address appears a moment later): the
+# lookup the script prefers, the C library's through getent (exit 2: not found), or busybox's nslookup (the init
+# container's image), each given the name as the script asks for it
+FAKE_LOOKUP = r"""#!/bin/sh
+[ "$0" = "${0%getent}" ] || shift  # getent hosts NAME
+echo "$1" >> "$PEERS/asked"
 calls="$PEERS/$(echo "$1" | cut -d. -f1)"
 echo x >> "$calls"
-[ -e "$PEERS/never" ] && exit 1
-[ "$(wc -l < "$calls")" -gt "$CALLS_BEFORE" ] && printf 'Server: 10.96.0.10\\nName: %s\\nAddress: 10.0.0.1\\n' "$1"
+[ -e "$PEERS/never" ] && exit 2
+[ "$(wc -l < "$calls")" -gt "$CALLS_BEFORE" ] || exit 2
+printf 'Server: 10.96.0.10\nName: %s\nAddress: 10.0.0.1\n' "$1"
 """
+#: what the script runs besides the lookup: a PATH of these alone decides which lookup it finds
+TOOLS = ("sed", "date", "wc", "tr", "head", "cut", "grep", "sleep", "cat")
 
 
-def peer_wait(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def peer_wait(tmp_path: Path, lookup: str = "getent", **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "nslookup").write_text(FAKE_NSLOOKUP)
-    (tmp_path / "bin" / "nslookup").chmod(0o755)
-    variables = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PEERS": str(tmp_path), "DL_PEER_GROUPS": "rel-worker:2",
+    for tool in TOOLS:
+        (tmp_path / "bin" / tool).symlink_to(str(shutil.which(tool)))
+    if lookup:
+        (tmp_path / "bin" / lookup).write_text(FAKE_LOOKUP)
+        (tmp_path / "bin" / lookup).chmod(0o755)
+    variables = {"PATH": str(tmp_path / "bin"), "PEERS": str(tmp_path), "DL_PEER_GROUPS": "rel-worker:2",
                  "DL_PEER_DOMAIN": "rel.ns.svc", "DL_PEER_TIMEOUT": "60", "DL_PEER_INTERVAL": "5",
                  "DL_RELEASE": "rel", **env}  # fmt: skip
-    return subprocess.run(["dash", str(LIBRARY / "scripts" / "peer-wait.sh")], env=variables, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    return subprocess.run([str(shutil.which("dash")), str(LIBRARY / "scripts" / "peer-wait.sh")], env=variables,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
 
 
-def test_the_peer_wait_polls_sub_second_and_logs_once_a_second(tmp_path):
-    proc = peer_wait(tmp_path, CALLS_BEFORE="6")
+@pytest.mark.parametrize("lookup", ["getent", "nslookup"])
+def test_the_peer_wait_polls_sub_second_and_logs_once_a_second(tmp_path, lookup):
+    proc = peer_wait(tmp_path, lookup, CALLS_BEFORE="6")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "peer-wait: waiting up to 60s for 2 peer(s) of rel.ns.svc to resolve"
@@ -325,9 +336,25 @@ def test_the_peer_wait_polls_sub_second_and_logs_once_a_second(tmp_path):
     assert (tmp_path / "rel-worker-1").read_text().count("x") == 7
 
 
-def test_the_peer_wait_names_the_peers_that_never_resolve_and_fails(tmp_path):
+def test_the_peer_wait_asks_getent_for_the_name_the_program_uses(tmp_path):
+    """getent gets the name as the program will, so the pod's search list and /etc/hosts apply as they will for it:
+    made absolute, the pod's own name would be found in /etc/hosts before DNS has it, and torch's c10d host, which
+    finds itself through DNS, became a client of itself for 2 x 60 s."""
+    proc = peer_wait(tmp_path, "getent", CALLS_BEFORE="0")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "asked").read_text().split() == ["rel-worker-0.rel.ns.svc", "rel-worker-1.rel.ns.svc"]
+
+
+def test_an_image_without_getent_or_nslookup_is_told_to_wait_in_the_init_container(tmp_path):
+    proc = peer_wait(tmp_path, "", CALLS_BEFORE="0")
+    assert proc.returncode == 1
+    assert "neither getent nor nslookup" in proc.stderr and "Set peerWait.initContainer=true" in proc.stderr
+
+
+@pytest.mark.parametrize("lookup", ["getent", "nslookup"])
+def test_the_peer_wait_names_the_peers_that_never_resolve_and_fails(tmp_path, lookup):
     (tmp_path / "never").touch()
-    proc = peer_wait(tmp_path, CALLS_BEFORE="0", DL_PEER_TIMEOUT="1")
+    proc = peer_wait(tmp_path, lookup, CALLS_BEFORE="0", DL_PEER_TIMEOUT="1")
     assert proc.returncode == 1
     assert "peer-wait: ERROR: after 1s, 2 of 2 peer(s) still do not resolve:" in proc.stderr
     assert "rel-worker-0.rel.ns.svc\nrel-worker-1.rel.ns.svc\n" in proc.stderr

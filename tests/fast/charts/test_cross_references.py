@@ -224,7 +224,10 @@ def test_names_that_look_like_numbers_stay_strings(chart, render):
 def test_a_failure_policy_may_name_the_init_containers_a_role_has(render):
     rule = {"action": "FailJob", "onExitCodes": {"containerName": "peer-wait", "operator": "In", "values": [42]}}
     values = {"roles": {"worker": {"job": {"podFailurePolicy": {"rules": [rule]}}}}}
-    render(CHARTS / "tensorflow-dist", values=values)  # its workers wait for their peers in peer-wait
+    # its workers wait for their peers in peer-wait, an init container when they are told to
+    render(CHARTS / "tensorflow-dist", values={**values, "peerWait": {"initContainer": True}})
+    stderr = refusal(render, "tensorflow-dist", values=values)  # by default they wait in their main container
+    assert 'containerName is "peer-wait", which names no container of the pods of role worker' in stderr, stderr
     stderr = refusal(render, "horovod-mpi", values=values)  # MPI workers have only mpi-setup
     assert 'containerName is "peer-wait", which names no container of the pods of role worker' in stderr, stderr
     assert "its init containers are mpi-setup" in stderr, stderr

@@ -62,14 +62,13 @@ def train_py(tmp_path):
 
 
 def program(container: dict) -> list[str]:
-    """What a container runs: command + args; under the watchdog (/bin/sh -c <script> dl-watchdog), its args; under
-    pytorch-dist's in-pod reruns (sh -c <script> torchrun), what follows the script."""
-    command, args = container.get("command", []), container.get("args", [])
-    if command[:2] == ["/bin/sh", "-c"]:
-        return args
-    if command[:2] == ["sh", "-c"]:
-        return command[3:] + args
-    return command + args
+    """What a container runs: command + args, past its wrappers: the entrypoint wrapper's and the watchdog's
+    (/bin/sh -c <script> <name>, the program in "$@") and pytorch-dist's in-pod reruns (sh -c <script> torchrun ...,
+    the program its $0 and "$@")."""
+    argv = [*container.get("command", []), *container.get("args", [])]
+    while argv[:2] in (["/bin/sh", "-c"], ["sh", "-c"]):
+        argv = argv[4:] if argv[0] == "/bin/sh" else argv[3:]
+    return argv
 
 
 def jobs(rendered) -> dict[str, dict]:

@@ -339,13 +339,15 @@ def test_pytorch_reruns_torchrun_in_the_same_pod_up_to_restarts_in_pod(render, t
     run again up to restartsInPod times, the last exit code kept."""
     job = render(CHARTS / "pytorch-dist", set=[f"restartsInPod={restarts}"]).get("Job", "release-worker").body
     container = main_container(job)
-    command, env = container["command"], container_env(container, 0)
-    assert command[:2] == ["sh", "-c"] and command[3] == "torchrun", command
+    argv, env = [*container["command"], *container["args"]], container_env(container, 0)
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[3] == "dl-entrypoint", argv  # the peer wait's wrapper first
+    argv = argv[4:]
+    assert argv[:2] == ["sh", "-c"] and argv[3] == "torchrun", argv
     counter, fake = tmp_path / "runs", tmp_path / "torchrun"
     fake.write_text(f'#!/bin/sh\necho x >> {counter}\n[ "$(wc -l < {counter})" -gt {fails} ] || exit 7\n')
     fake.chmod(0o755)
     pod_env = {"PATH": os.environ["PATH"], "DL_RESTARTS_IN_POD": env["DL_RESTARTS_IN_POD"]}
-    proc = subprocess.run([*command[:3], str(fake), *container["args"]], capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([*argv[:3], str(fake), *argv[4:]], capture_output=True, text=True, timeout=60,
                           env=pod_env)  # fmt: skip
     assert (proc.returncode, len(counter.read_text().split())) == (code, runs), proc.stderr
     assert proc.stderr.count("running it again in this pod") == min(fails, restarts), proc.stderr
@@ -408,3 +410,27 @@ def test_mpi_slots_that_contradict_gpus_are_refused(chart, render):
     with pytest.raises(RenderError) as info:
         render(CHARTS / chart, set=["defaults.gpu.count=8", "mpi.slots=4"])
     assert "mpi.slots" in info.value.stderr and "GPU" in info.value.stderr
+
+
+PEER_ENV = {"DL_PEER_GROUPS", "DL_PEER_DOMAIN", "DL_PEER_TIMEOUT", "DL_PEER_INTERVAL"}
+
+
+@pytest.mark.parametrize("chart", ["jax-dist", "mxnet-dist", "pytorch-dist", "tensorflow-dist"])
+def test_the_peer_wait_runs_in_the_main_container_unless_an_init_container_is_asked_for(chart, render):
+    """The main container waits before its program (no kubelet round between an init container's exit and the
+    program); peerWait.initContainer, or a role that runs its image's own entrypoint (no wrapper can go before it),
+    waits in the peer-wait init container instead; peerWait.enabled false waits nowhere."""
+
+    def placed(values: dict) -> tuple[list[str], bool, bool]:
+        job = render(CHARTS / chart, values=values).get("Job", "release-worker").body
+        main = main_container(job)
+        script = "\n".join(main.get("command") or [])
+        env = {e["name"] for e in main["env"]}
+        inits = [c["name"] for c in job["spec"]["template"]["spec"].get("initContainers") or []]
+        assert ("peer-wait: all" in script) == (env >= PEER_ENV), (script, env)
+        return inits, "peer-wait: all" in script, script.startswith("/bin/sh\n-c\n(\n")
+
+    assert placed({}) == ([], True, True)  # the wait opens the entrypoint wrapper
+    assert placed({"peerWait": {"initContainer": True}})[:2] == (["peer-wait"], False)
+    assert placed({"defaults": {"imageEntrypoint": True}})[:2] == (["peer-wait"], False)
+    assert placed({"peerWait": {"enabled": False}})[:2] == ([], False)

@@ -48,7 +48,9 @@ def test_mpi_entrypoint_override_is_refused_naming_the_program_key(chart, values
 def test_mpi_entrypoint_override_renders_with_the_documented_opt_in(chart, render):
     values = {"mpi": {"replaceEntrypoint": True}, "defaults": {"command": ["python", "/opt/app/train.py"]}}
     rendered = render(CHARTS / chart, values=values)
-    assert job_command(rendered, "release-launcher") == ["python", "/opt/app/train.py"]
+    launcher = job_command(rendered, "release-launcher")  # the user's program, once its workers resolve
+    assert launcher[:2] == ["/bin/sh", "-c"] and "peer-wait:" in launcher[2], launcher
+    assert launcher[3:] == ["dl-entrypoint", "python", "/opt/app/train.py"]
     assert "/etc/mpi/mpi-sshd.sh" not in job_command(rendered, "release-worker")
 
 
