@@ -7,7 +7,8 @@ What a pod would see and this machine cannot give it, and what stands for it her
   run; every mount path in the command, args and env is replaced by that folder;
 - an emptyDir (/tmp, where the charts point HOME): a fresh folder of the run; /dev/shm stays /dev/shm;
 - the host names of the release's pods (worker 0 hosts the rendezvous or coordinator): 127.0.0.1, in the env, the
-  args and the mounted ConfigMaps' files;
+  args and the mounted ConfigMaps' files; the peer wait before the program (which composes those names itself and
+  looks them up in DNS) gets no pods to wait for (DL_PEER_GROUPS empty);
 - the image's programs: `python`, `python3` and `torchrun` are this interpreter (a folder first in PATH);
 - the one GPU the device plugin gives it (limits nvidia.com/gpu): CUDA_VISIBLE_DEVICES=0; no GPU (the CPU cases,
   NVIDIA_VISIBLE_DEVICES=void): CUDA_VISIBLE_DEVICES empty;
@@ -37,6 +38,8 @@ from typing import Any
 
 from bench.gpu import plan
 
+#: the pods the charts' peer wait looks up before the program (dl-common.peers.waitScript)
+PEER_GROUPS = "DL_PEER_GROUPS"
 VERSIONS = ("torch", "jax", "jaxlib", "jax-cuda12-plugin", "tensorflow", "deepspeed", "cupy-cuda12x", "numpy")
 
 
@@ -109,6 +112,9 @@ def ours(case: dict[str, Any], work: Path) -> Launch:
     env = {**os.environ, **{k: sub(v, f"env {k}") for k, v in case["env"].items()}}
     env["PATH"] = f"{_shims(work / 'bin')}:{env.get('PATH', '/usr/bin:/bin')}"
     env |= _gpu_env(case["gpus"])
+    if case["env"].get(PEER_GROUPS):  # the pods the peer wait looks up are this machine: none to wait for
+        env[PEER_GROUPS] = ""
+        sub.made.append([f"env {PEER_GROUPS}", case["env"][PEER_GROUPS], ""])
     argv = [sub(a, f"argv[{i}]") for i, a in enumerate(case["argv"])]
     return Launch(argv, env, sub.made)
 

@@ -51,9 +51,13 @@ def test_the_pytorch_charts_programs_run_on_cpu_as_the_pod_and_bare(tmp_path: Pa
         assert row["first_step_s"] is not None, row
     for case in cases:
         ours, bare = rows[(case, "ours")], rows[(case, "bare")]
-        # the pod's command: the chart's restart loop around torchrun, the script from the mounted ConfigMap
-        assert ours["argv"][:2] == ["sh", "-c"] and ours["argv"][3] == "torchrun", ours["argv"]
+        # the pod's command: the peer wait's wrapper (here with no pods to wait for), the chart's restart loop around
+        # torchrun, the script from the mounted ConfigMap
+        wrapper, program = ours["argv"][:4], ours["argv"][4:]
+        assert wrapper[:2] == ["/bin/sh", "-c"] and "peer-wait:" in wrapper[2] and wrapper[3] == "dl-entrypoint"
+        assert program[:2] == ["sh", "-c"] and program[3] == "torchrun", program
+        assert ["env DL_PEER_GROUPS", "bench-worker:1", ""] in ours["substitutions"]
         assert ["env PET_RDZV_ENDPOINT", "bench-worker-0.bench.default.svc", "127.0.0.1"] in ours["substitutions"]
         assert bare["argv"][1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node"], bare["argv"]
-        assert bare["argv"][6:] == ours["argv"][4:], (bare["argv"], ours["argv"])  # the same program and arguments
+        assert bare["argv"][6:] == program[4:], (bare["argv"], program)  # the same program and arguments
     assert results["machine"]["versions"]["torch"].startswith("2.6.0")

@@ -73,6 +73,8 @@ def test_the_run_launches_the_pods_command_with_only_the_substitutions_it_record
     allowed = {(h, "127.0.0.1") for h in got["hosts"]} | {
         (m["mountPath"], str(tmp_path / "ours" / "mounts" / m["name"])) for m in got["container"]["volumeMounts"]
     }
+    allowed.add((got["env"][run.PEER_GROUPS], ""))  # the peer wait's pods are this machine: none to wait for
+    assert launch.env[run.PEER_GROUPS] == ""
     made = {(where, old, new) for where, old, new in launch.substitutions}
     assert {(old, new) for _, old, new in made} <= allowed
     for where, pod_value, value in [

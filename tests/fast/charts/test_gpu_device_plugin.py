@@ -288,3 +288,17 @@ def test_a_request_above_its_limit_is_refused_naming_both_values(component, rend
         f"{component}.resources.requests.memory is 64Gi but {component}.resources.limits.memory is" in stderr
         and "Kubernetes refuses a request above its limit" in stderr
     ), stderr
+
+
+@pytest.mark.parametrize(
+    ("rolling", "shown"),
+    [({"maxUnavailable": 0}, "maxUnavailable 0 and maxSurge 0"),
+     ({"maxUnavailable": "0%"}, "maxUnavailable 0% and maxSurge 0"),
+     ({"maxUnavailable": "0%", "maxSurge": "0%"}, "maxUnavailable 0% and maxSurge 0%")],
+)  # fmt: skip
+def test_a_rolling_update_that_replaces_no_pod_is_refused_as_a_percentage_too(rolling, shown, render):
+    """Found by the API parity property test: maxUnavailable "0%" passed the chart's check for 0, and the API server
+    refused the DaemonSet."""
+    (message,) = problems(refusal(render, {"updateStrategy": {"rollingUpdate": rolling}}))
+    assert message.startswith(f"updateStrategy.rollingUpdate: {shown} let no pod be replaced"), message
+    assert message.endswith("set maxUnavailable: 1."), message
