@@ -289,11 +289,12 @@ def test_deleting_a_worker_mid_training_restarts_every_worker_from_the_checkpoin
         assert f"step {steps}/{steps} loss" in text, text
         checksums.update(CHECKSUM.findall(text))
     assert len(checksums) == 1, checksums
-    # the retried leader resumed from a checkpoint taken before the delete (after step 60: 60, or 40 when the
-    # save of step 60 was cut off) and trained on from there, not from step 0
+    # the retried leader resumed from a checkpoint taken before the delete and trained on from there, not from step
+    # 0. The delete follows step 60's line, but at 40 steps a second a loaded machine's log stream can show that line
+    # after step 100 was saved (a CI-like run resumed from 100): any checkpoint of the run counts, never the start
     leader_log = log_of(retried[0])
     resumed = [int(n) for n in re.findall(r"^bench_tf: resumed from step (\d+) ", leader_log, re.MULTILINE)]
-    assert resumed and resumed[0] in range(every, steps // 5 + every + 1, every), leader_log[-3000:]
+    assert resumed and resumed[0] in range(every, steps, every), leader_log[-3000:]
     first_logged = re.search(r"^bench_tf: step (\d+)/", leader_log, re.MULTILINE)
     assert first_logged and int(first_logged[1]) > resumed[0], leader_log[-3000:]
 
